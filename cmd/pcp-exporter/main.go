@@ -1,0 +1,66 @@
+// Command pcp-exporter bridges Performance Co-Pilot data (live MMV files and
+// archives) to Prometheus and OpenTelemetry. This package only wires flags to
+// the packages that do the work; each subcommand lives in its own file and
+// registers itself with addCommand.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/version"
+)
+
+// command is a subcommand: setup declares its flags on the kingpin command and
+// returns the function that runs it once the flags are parsed.
+type command struct {
+	name, help string
+	isDefault  bool
+	setup      func(cmd *kingpin.CmdClause) func() error
+}
+
+var commands []command
+
+// addCommand registers a subcommand; called from the init of each command file.
+func addCommand(c command) { commands = append(commands, c) }
+
+// usageError marks an error as bad usage (exit status 2).
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	app := kingpin.New("pcp-exporter", "Bridge Performance Co-Pilot (PCP) MMV files and archives to Prometheus and OpenTelemetry.")
+	app.Version(version.Print("pcp-exporter"))
+	app.HelpFlag.Short('h')
+	app.UsageWriter(os.Stdout)
+	app.ErrorWriter(os.Stderr)
+	runners := map[string]func() error{}
+	for _, c := range commands {
+		cc := app.Command(c.name, c.help)
+		if c.isDefault {
+			cc = cc.Default()
+		}
+		runners[cc.FullCommand()] = c.setup(cc)
+	}
+	selected, err := app.Parse(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pcp-exporter: %v\n", err)
+		return 2
+	}
+	if err := runners[selected](); err != nil {
+		fmt.Fprintf(os.Stderr, "pcp-exporter %s: %v\n", selected, err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,73 @@
+// Package source defines what every PCP data source offers to the rest of the
+// exporter: metric metadata (descriptors, names, help text, labels, instance
+// domains) and a fetch of values at a time. Live MMV files (source/mmv) and
+// archives (source/archive) implement it, derived metrics (derive) wrap it, and
+// the mapping and every bridge consume it, so live export, replay and backfill
+// share one path.
+package source
+
+import (
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+)
+
+// Metric is the metadata of one metric.
+type Metric struct {
+	// Name is the metric's PCP name. A PMID with several names (aliases)
+	// appears once per name, with the same Desc.
+	Name    string
+	Desc    semantics.Desc
+	OneLine string // one-line help text, "" if none
+	Help    string // long help text, "" if none
+	// Labels are the merged labels of the metric (context < domain < indom <
+	// cluster < item); each Label's Flags carries the level it came from.
+	Labels semantics.LabelSet
+}
+
+// Instance is one instance of an instance domain.
+type Instance struct {
+	ID     int32
+	Name   string
+	Labels semantics.LabelSet // the instance's own labels (PM_LABEL_INSTANCES)
+}
+
+// InstValue is one value of a metric: the instance id (semantics.InNull for
+// singular metrics) and the value.
+type InstValue struct {
+	Inst  int32
+	Value semantics.Value
+}
+
+// ValueSet is the values of one metric in a Result (pmValueSet).
+type ValueSet struct {
+	PMID semantics.PMID
+	// Err is the PCP error of this metric at this fetch (for an archive record,
+	// the numval < 0 code), nil when Values holds the (possibly zero) values.
+	Err    error
+	Values []InstValue
+}
+
+// Result is the answer of a fetch (pmResult). Sources reuse the slices of a
+// Result passed back to Fetch, so a steady state fetch does not allocate; byte
+// payloads of values are only valid until the next Fetch into the same Result.
+type Result struct {
+	Time time.Time
+	Sets []ValueSet
+}
+
+// Source is a PCP data source.
+type Source interface {
+	// Metrics returns the metadata of every metric known now, in name order.
+	Metrics() []Metric
+	// Instances returns the instances of an instance domain known now
+	// (for an archive: at the current replay position, or at its end before
+	// the first fetch), in instance id order.
+	Instances(indom semantics.InDom) []Instance
+	// Fetch fills res with the values of the given metrics at time t, one
+	// ValueSet per PMID in the given order. Live sources ignore t and use the
+	// current time; archive replays interpolate at t.
+	Fetch(t time.Time, pmids []semantics.PMID, res *Result) error
+	// Close releases the source's resources.
+	Close() error
+}
