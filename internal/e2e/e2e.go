@@ -1,0 +1,63 @@
+// Package e2e finds the real peers that end-to-end tests run against (pmcd,
+// pmproxy, pminfo, Prometheus, promtool, the OpenTelemetry Collector, ...).
+//
+// A test that needs a peer calls Require. Outside CI a missing peer skips the
+// test; in CI (CI=true, or PCP_EXPORTER_E2E=1) it fails it, because .ci/run
+// installs every peer and a skipped end-to-end test there would hide a defect.
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// Mandatory reports whether missing peers must fail tests instead of skipping them.
+func Mandatory() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("PCP_EXPORTER_E2E") == "1"
+}
+
+// Require returns the paths of the named executables (looked up in PATH, or
+// taken from the environment variable PCP_EXPORTER_<NAME> when set, e.g.
+// PCP_EXPORTER_OTELCOL), skipping or failing t when one is missing.
+func Require(t testing.TB, names ...string) []string {
+	t.Helper()
+	paths := make([]string, len(names))
+	for i, n := range names {
+		p, err := Lookup(n)
+		if err != nil {
+			if Mandatory() {
+				t.Fatalf("end-to-end peer %q not found: %v", n, err)
+			}
+			t.Skipf("end-to-end peer %q not found (set CI=true to make this a failure): %v", n, err)
+		}
+		paths[i] = p
+	}
+	return paths
+}
+
+// Lookup finds one executable as Require does, without a test.
+func Lookup(name string) (string, error) {
+	env := "PCP_EXPORTER_" + envName(name)
+	if p := os.Getenv(env); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	return exec.LookPath(name)
+}
+
+func envName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z':
+			b[i] = c - 'a' + 'A'
+		case c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		default:
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
