@@ -1,0 +1,445 @@
+package archive
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// Archive is an open PCP archive. Its metadata accessors are safe for
+// concurrent use, also while Refresh runs; each Reader is for one goroutine.
+type Archive struct {
+	base      string
+	label     Label
+	metaPath  string
+	indexPath string
+	st        atomic.Pointer[state]
+	mu        sync.Mutex // serializes Refresh
+}
+
+// state is an immutable snapshot of what is known of the archive.
+type state struct {
+	meta     *meta
+	vols     []volumeFile
+	index    []IndexEntry
+	indexOff int64
+
+	once    sync.Once
+	metrics []source.Metric
+}
+
+func (a *Archive) state() *state { return a.st.Load() }
+
+// Open opens the archive named by path: its base name, or the name of any of
+// its files (.meta, .index, .N, each possibly with a compression suffix).
+// The .meta file is loaded fully; volumes are read incrementally by Readers.
+func Open(path string) (*Archive, error) {
+	base := BaseName(path)
+	a := &Archive{base: base}
+	mp, err := findFile(base + ".meta")
+	if err != nil {
+		if _, e2 := os.Stat(path); e2 != nil && errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such archive: %w", path, err)
+		}
+		return nil, fmt.Errorf("%s: missing .meta file: %w", base, err)
+	}
+	a.metaPath = mp
+	b, err := readAll(mp)
+	if err != nil {
+		return nil, err
+	}
+	l, err := parseLabel(mp, b)
+	if err != nil {
+		return nil, err
+	}
+	if l.Vol != volMeta {
+		return nil, &FormatError{File: mp, Off: 20, Msg: fmt.Sprintf("label volume %d, want -1 for .meta", l.Vol)}
+	}
+	a.label = l
+	m := newMeta()
+	m.off = int64(labelSize(l.Version))
+	used, err := m.parse(mp, b[m.off:])
+	if err != nil {
+		return nil, err
+	}
+	m.off += int64(used)
+	st := &state{meta: m}
+	if ip, err := findFile(base + ".index"); err == nil {
+		a.indexPath = ip
+		ib, err := readAll(ip)
+		if err != nil {
+			return nil, err
+		}
+		il, err := parseLabel(ip, ib)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.checkLabel(ip, il, volIndex); err != nil {
+			return nil, err
+		}
+		lsz := labelSize(l.Version)
+		var n int
+		st.index, n = parseIndex(ib[lsz:], l.Version)
+		st.indexOff = int64(lsz + n)
+	}
+	st.vols, err = findVolumes(base)
+	if err != nil {
+		return nil, err
+	}
+	if len(st.vols) == 0 {
+		return nil, fmt.Errorf("%s: archive has no data volume", base)
+	}
+	a.st.Store(st)
+	// check the first volume's label now, so a bad archive fails at Open
+	r := a.Records()
+	defer r.Close()
+	if err := r.open(st.vols[0]); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// checkLabel verifies a file's label against the archive's (__pmLogChkLabel).
+func (a *Archive) checkLabel(file string, l Label, vol int32) error {
+	switch {
+	case l.Version != a.label.Version:
+		return &FormatError{File: file, Off: 4, Msg: fmt.Sprintf("archive version %d, but the .meta file has %d", l.Version, a.label.Version)}
+	case l.Vol != vol:
+		return &FormatError{File: file, Off: 20, Msg: fmt.Sprintf("label volume %d, want %d", l.Vol, vol)}
+	case l.PID != a.label.PID || l.Hostname != a.label.Hostname:
+		return &FormatError{File: file, Off: 8, Msg: fmt.Sprintf("label (pid %d, host %q) does not match the .meta label (pid %d, host %q)", l.PID, l.Hostname, a.label.PID, a.label.Hostname)}
+	}
+	return nil
+}
+
+// Close releases the archive. Readers hold their own files; close them too.
+func (a *Archive) Close() error { return nil }
+
+// Label returns the label of the archive (from its .meta file).
+func (a *Archive) Label() Label { return a.label }
+
+// Path returns the base name of the archive.
+func (a *Archive) Path() string { return a.base }
+
+// Index returns the temporal index entries (nil without a .index file).
+func (a *Archive) Index() []IndexEntry { return a.state().index }
+
+// Volumes returns the volume numbers found, in order.
+func (a *Archive) Volumes() []int {
+	vs := a.state().vols
+	out := make([]int, len(vs))
+	for i, v := range vs {
+		out[i] = v.num
+	}
+	return out
+}
+
+// Records returns a Reader over all records of all volumes, in order.
+func (a *Archive) Records() *Reader {
+	v := a.label.Version
+	h := 16
+	if v == 3 {
+		h = 20
+	}
+	return &Reader{a: a, version: v, hdrSize: h}
+}
+
+// RecordsFrom returns a Reader positioned with the temporal index at the last
+// index entry at or before t (the start of the archive without one): its
+// first records may lie before t, so a caller needing values before t (the
+// prior observation) finds them there. Without an index entry <= t it starts
+// at the beginning.
+func (a *Archive) RecordsFrom(t time.Time) *Reader {
+	r := a.Records()
+	st := a.state()
+	i := sort.Search(len(st.index), func(i int) bool { return st.index[i].Time.After(t) }) - 1
+	for ; i >= 0; i-- {
+		e := st.index[i]
+		for vi, v := range st.vols {
+			if int32(v.num) == e.Vol && e.DataOff >= int64(labelSize(a.label.Version)) {
+				r.vi = vi
+				r.start = e.DataOff
+				return r
+			}
+		}
+	}
+	return r
+}
+
+// Refresh re-reads what a writer appended since Open or the last Refresh:
+// new .meta records, index entries and volumes. Readers see new records of
+// the last volume and new volumes on their next call to Next.
+func (a *Archive) Refresh() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.state()
+	st := &state{meta: old.meta, vols: old.vols, index: old.index, indexOff: old.indexOff}
+	if compressionOf(a.metaPath) == "" {
+		b, err := readFrom(a.metaPath, old.meta.off)
+		if err != nil {
+			return err
+		}
+		if len(b) >= 4 {
+			m := old.meta.clone()
+			used, err := m.parse(a.metaPath, b)
+			if err != nil {
+				return err
+			}
+			m.off += int64(used)
+			st.meta = m
+		}
+	}
+	if a.indexPath == "" {
+		if ip, err := findFile(a.base + ".index"); err == nil && compressionOf(ip) == "" {
+			a.indexPath = ip
+			st.indexOff = int64(labelSize(a.label.Version))
+		}
+	}
+	if a.indexPath != "" && compressionOf(a.indexPath) == "" {
+		b, err := readFrom(a.indexPath, st.indexOff)
+		if err != nil {
+			return err
+		}
+		es, n := parseIndex(b, a.label.Version)
+		if len(es) > 0 {
+			st.index = append(old.index[:len(old.index):len(old.index)], es...)
+			st.indexOff += int64(n)
+		}
+	}
+	vols, err := findVolumes(a.base)
+	if err != nil {
+		return err
+	}
+	// keep the order of known volumes, so Readers' positions stay valid
+	known := map[int]bool{}
+	for _, v := range old.vols {
+		known[v.num] = true
+	}
+	for _, v := range vols {
+		if !known[v.num] && v.num > old.vols[len(old.vols)-1].num {
+			st.vols = append(st.vols[:len(st.vols):len(st.vols)], v)
+		}
+	}
+	a.st.Store(st)
+	return nil
+}
+
+func readFrom(path string, off int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
+}
+
+// Desc returns the descriptor of a PMID.
+func (a *Archive) Desc(p semantics.PMID) (semantics.Desc, bool) {
+	mi := a.state().meta.descs[p]
+	if mi == nil {
+		return semantics.Desc{}, false
+	}
+	return mi.desc, true
+}
+
+// Lookup returns the PMID of a metric name.
+func (a *Archive) Lookup(name string) (semantics.PMID, bool) {
+	p, ok := a.state().meta.names[name]
+	return p, ok
+}
+
+// Names returns the names of a PMID, first the one PCP tools report.
+func (a *Archive) Names(p semantics.PMID) []string {
+	mi := a.state().meta.descs[p]
+	if mi == nil {
+		return nil
+	}
+	return mi.names
+}
+
+// Name returns the first name of a PMID, or its dotted form when unknown.
+func (a *Archive) Name(p semantics.PMID) string {
+	if n := a.Names(p); len(n) > 0 {
+		return n[0]
+	}
+	return p.String()
+}
+
+// OneLine returns the one-line help text of a PMID ("" if none).
+func (a *Archive) OneLine(p semantics.PMID) string {
+	return a.state().meta.texts[textKey{textOneLine | textPMID, uint32(p)}]
+}
+
+// Help returns the long help text of a PMID ("" if none).
+func (a *Archive) Help(p semantics.PMID) string {
+	return a.state().meta.texts[textKey{textHelp | textPMID, uint32(p)}]
+}
+
+// InDomOneLine returns the one-line help text of an instance domain.
+func (a *Archive) InDomOneLine(i semantics.InDom) string {
+	return a.state().meta.texts[textKey{textOneLine | textInDom, uint32(i)}]
+}
+
+// InDomHelp returns the long help text of an instance domain.
+func (a *Archive) InDomHelp(i semantics.InDom) string {
+	return a.state().meta.texts[textKey{textHelp | textInDom, uint32(i)}]
+}
+
+// Labels returns the label set of one level of the hierarchy in force at
+// the end of the archive: typ is LabelContext (ident ignored), LabelDomain
+// (ident = domain), LabelInDom (indom), LabelCluster (pmID_build(domain,
+// cluster, 0)) or LabelItem (pmid). Without context labels in the archive,
+// the context labels are {"hostname": <label hostname>} as libpcp makes them.
+func (a *Archive) Labels(typ semantics.LabelType, ident uint32) semantics.LabelSet {
+	m := a.state().meta
+	if typ == semantics.LabelContext {
+		return a.contextLabels(m)
+	}
+	return m.firstSet(typ, ident)
+}
+
+func (a *Archive) contextLabels(m *meta) semantics.LabelSet {
+	recs := m.labels[labelKey{semantics.LabelContext, uint32(semantics.InDomNull)}]
+	if len(recs) == 0 {
+		for k, r := range m.labels {
+			if k.typ == semantics.LabelContext {
+				recs = r
+				break
+			}
+		}
+	}
+	if len(recs) > 0 && len(recs[len(recs)-1].sets) > 0 {
+		return recs[len(recs)-1].sets[0].labels
+	}
+	if a.label.Hostname == "" {
+		return nil
+	}
+	return semantics.LabelSet{{Name: "hostname", Value: string(semantics.AppendJSONString(nil, a.label.Hostname)), Flags: semantics.LabelContext}}
+}
+
+// MetricLabels returns the merged labels of a metric (context < domain <
+// indom < cluster < item).
+func (a *Archive) MetricLabels(d semantics.Desc) semantics.LabelSet {
+	m := a.state().meta
+	return a.metricLabels(m, d)
+}
+
+func (a *Archive) metricLabels(m *meta, d semantics.Desc) semantics.LabelSet {
+	sets := []semantics.LabelSet{
+		a.contextLabels(m),
+		m.firstSet(semantics.LabelDomain, d.PMID.Domain()),
+	}
+	if d.InDom != semantics.InDomNull {
+		sets = append(sets, m.firstSet(semantics.LabelInDom, uint32(d.InDom)))
+	}
+	sets = append(sets,
+		m.firstSet(semantics.LabelCluster, uint32(semantics.NewPMID(d.PMID.Domain(), d.PMID.Cluster(), 0))),
+		m.firstSet(semantics.LabelItem, uint32(d.PMID)))
+	return semantics.MergeLabels(sets...)
+}
+
+// InstanceLabels returns the instance labels (PM_LABEL_INSTANCES) of an
+// instance domain in force at the end, by instance id.
+func (a *Archive) InstanceLabels(indom semantics.InDom) map[int32]semantics.LabelSet {
+	sets := a.state().meta.latestLabels(semantics.LabelInstances, uint32(indom))
+	if len(sets) == 0 {
+		return nil
+	}
+	out := make(map[int32]semantics.LabelSet, len(sets))
+	for _, s := range sets {
+		out[int32(s.inst)] = s.labels
+	}
+	return out
+}
+
+// Metrics returns the metadata of every metric, one entry per name, in name
+// order, with merged labels.
+func (a *Archive) Metrics() []source.Metric {
+	st := a.state()
+	st.once.Do(func() {
+		m := st.meta
+		names := make([]string, 0, len(m.names))
+		for n := range m.names {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		out := make([]source.Metric, 0, len(names))
+		for _, n := range names {
+			p := m.names[n]
+			d := m.descs[p].desc
+			out = append(out, source.Metric{
+				Name:    n,
+				Desc:    d,
+				OneLine: m.texts[textKey{textOneLine | textPMID, uint32(p)}],
+				Help:    m.texts[textKey{textHelp | textPMID, uint32(p)}],
+				Labels:  a.metricLabels(m, d),
+			})
+		}
+		st.metrics = out
+	})
+	return st.metrics
+}
+
+// Instances returns every instance the archive ever lists for the instance
+// domain (the union over all its records, as pmGetInDomArchive), by id, with
+// their instance labels. A name changed by a later record keeps the first.
+func (a *Archive) Instances(indom semantics.InDom) []source.Instance {
+	snaps := a.state().meta.indoms[indom]
+	seen := map[int32]bool{}
+	var out []source.Instance
+	for _, s := range snaps {
+		for _, in := range s.insts {
+			if !seen[in.ID] {
+				seen[in.ID] = true
+				out = append(out, in)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return a.withLabels(indom, out)
+}
+
+// InstancesAt returns the instance domain in force at t: the newest indom
+// record at or before t, deltas applied; nil if there is none.
+func (a *Archive) InstancesAt(indom semantics.InDom, t time.Time) []source.Instance {
+	snaps := a.state().meta.indoms[indom]
+	i := sort.Search(len(snaps), func(i int) bool { return snaps[i].t.After(t) }) - 1
+	if i < 0 {
+		return nil
+	}
+	out := append([]source.Instance(nil), snaps[i].insts...)
+	return a.withLabels(indom, out)
+}
+
+// InDomChanges returns the times at which the instance domain's metadata
+// records take effect, in order.
+func (a *Archive) InDomChanges(indom semantics.InDom) []time.Time {
+	snaps := a.state().meta.indoms[indom]
+	out := make([]time.Time, len(snaps))
+	for i, s := range snaps {
+		out[i] = s.t
+	}
+	return out
+}
+
+func (a *Archive) withLabels(indom semantics.InDom, insts []source.Instance) []source.Instance {
+	il := a.InstanceLabels(indom)
+	if il == nil {
+		return insts
+	}
+	for i := range insts {
+		insts[i].Labels = il[insts[i].ID]
+	}
+	return insts
+}

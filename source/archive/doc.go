@@ -1,0 +1,16 @@
+// Package archive reads Performance Co-Pilot archives (format v2 and v3) in
+// pure Go: the label of every file, the metadata of the .meta file
+// (descriptors with all names, instance domains with deltas applied, labels,
+// help text), the temporal index, and the records of every data volume in
+// order, marks included, with exact values of every type. Plain and
+// compressed files (.xz, .lzma, .bz2, .bz, .gz, .z, .zst) are read
+// transparently, and an archive that pmlogger is still writing can be
+// followed with Refresh.
+//
+// Iteration (Reader) is incremental and does not allocate per value: the
+// Record and its slices are reused and string or aggregate values alias the
+// reader's buffer until the next call to Next.
+//
+// Corrupt input gives a *FormatError naming the file and the byte offset;
+// a truncated last record (a writer still at work) ends iteration cleanly.
+package archive

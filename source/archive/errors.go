@@ -1,0 +1,14 @@
+package archive
+
+import "strconv"
+
+// FormatError reports corrupt or unsupported content of an archive file.
+type FormatError struct {
+	File string // path of the file
+	Off  int64  // byte offset in the (uncompressed) file
+	Msg  string
+}
+
+func (e *FormatError) Error() string {
+	return e.File + ": offset " + strconv.FormatInt(e.Off, 10) + ": " + e.Msg
+}

@@ -1,0 +1,209 @@
+package archive
+
+import (
+	"bufio"
+	"compress/bzip2"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+	"github.com/ulikunitz/xz/lzma"
+)
+
+// compressionSuffixes are tried in libpcp's order when the plain file is
+// absent (__pmCompressedFileIndex).
+var compressionSuffixes = []string{".xz", ".lzma", ".bz2", ".bz", ".gz", ".Z", ".z", ".zst"}
+
+func compressionOf(name string) string {
+	for _, s := range compressionSuffixes {
+		if strings.HasSuffix(name, s) {
+			return s
+		}
+	}
+	return ""
+}
+
+// BaseName strips from path the parts that name one file of an archive: a
+// compression suffix, then ".meta", ".index" or ".N" (a volume number).
+func BaseName(path string) string {
+	p := strings.TrimSuffix(path, compressionOf(path))
+	for _, s := range []string{".meta", ".index"} {
+		if strings.HasSuffix(p, s) {
+			return strings.TrimSuffix(p, s)
+		}
+	}
+	if i := strings.LastIndexByte(p, '.'); i > 0 && i < len(p)-1 && isDigits(p[i+1:]) {
+		return p[:i]
+	}
+	if p != path {
+		return p
+	}
+	return path
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// findFile returns the path of name or of its first compressed variant.
+func findFile(name string) (string, error) {
+	if _, err := os.Stat(name); err == nil {
+		return name, nil
+	}
+	for _, s := range compressionSuffixes {
+		if _, err := os.Stat(name + s); err == nil {
+			return name + s, nil
+		}
+	}
+	_, err := os.Stat(name)
+	return "", err
+}
+
+type volumeFile struct {
+	num  int
+	path string
+}
+
+// findVolumes lists base.N[.suffix] in base's directory, by volume number;
+// a plain file wins over a compressed one of the same number.
+func findVolumes(base string) ([]volumeFile, error) {
+	dir, prefix := filepath.Split(base)
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	byNum := map[int]string{}
+	rank := map[int]int{}
+	for _, e := range ents {
+		n := e.Name()
+		if !strings.HasPrefix(n, prefix+".") {
+			continue
+		}
+		rest := n[len(prefix)+1:]
+		suf := compressionOf(rest)
+		rest = strings.TrimSuffix(rest, suf)
+		if !isDigits(rest) || len(rest) > 9 {
+			continue
+		}
+		num, _ := strconv.Atoi(rest)
+		r := 0
+		if suf != "" {
+			r = 1 + indexOf(compressionSuffixes, suf)
+		}
+		if old, ok := rank[num]; ok && old <= r {
+			continue
+		}
+		rank[num] = r
+		byNum[num] = filepath.Join(filepath.Dir(base), n)
+	}
+	vols := make([]volumeFile, 0, len(byNum))
+	for n, p := range byNum {
+		vols = append(vols, volumeFile{n, p})
+	}
+	sort.Slice(vols, func(i, j int) bool { return vols[i].num < vols[j].num })
+	return vols, nil
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// ErrUnsupportedCompression is returned for .Z files (compress(1) LZW).
+var ErrUnsupportedCompression = errors.New("unsupported compression")
+
+// stream is an open archive file: decompressed on the fly when compressed.
+type stream struct {
+	path  string
+	f     *os.File
+	r     io.Reader
+	plain bool
+	close func() error
+}
+
+func openStream(path string) (*stream, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &stream{path: path, f: f, r: f, close: f.Close}
+	suf := compressionOf(path)
+	if suf == "" {
+		s.plain = true
+		return s, nil
+	}
+	fail := func(err error) (*stream, error) {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	br := bufio.NewReaderSize(f, 256<<10)
+	switch suf {
+	case ".xz":
+		xr, err := xz.ReaderConfig{SingleStream: false}.NewReader(br)
+		if err != nil {
+			return fail(err)
+		}
+		s.r = xr
+	case ".lzma":
+		lr, err := lzma.NewReader(br)
+		if err != nil {
+			return fail(err)
+		}
+		s.r = lr
+	case ".bz2", ".bz":
+		s.r = bzip2.NewReader(br)
+	case ".gz", ".z":
+		gr, err := gzip.NewReader(br)
+		if err != nil {
+			return fail(err)
+		}
+		s.r = gr
+	case ".zst":
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return fail(err)
+		}
+		s.r = zr
+		s.close = func() error { zr.Close(); return f.Close() }
+	default:
+		return fail(fmt.Errorf("%w %q", ErrUnsupportedCompression, suf))
+	}
+	return s, nil
+}
+
+func (s *stream) Close() error { return s.close() }
+
+// readAll reads a whole (small) file: .meta and .index. The allocation is
+// bounded by the data actually present.
+func readAll(path string) ([]byte, error) {
+	s, err := openStream(path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	b, err := io.ReadAll(s.r)
+	if err != nil {
+		return b, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,490 @@
+package archive
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// .meta record types (libpcp.h).
+const (
+	typeDesc       = 1
+	typeInDomV2    = 2
+	typeLabelV2    = 3
+	typeText       = 4
+	typeInDom      = 5
+	typeInDomDelta = 6
+	typeLabel      = 7
+)
+
+// Help text kinds (PM_TEXT_*).
+const (
+	textOneLine = 1
+	textHelp    = 2
+	textPMID    = 4
+	textInDom   = 8
+)
+
+const maxLabelsPerSet = 255
+
+// decoder is a sticky-error reader of one record held in memory. Offsets in
+// errors are file offsets (base + position).
+type decoder struct {
+	b    []byte
+	pos  int
+	base int64
+	file string
+	what string
+	err  error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = &FormatError{File: d.file, Off: d.base + int64(d.pos), Msg: d.what + ": " + fmt.Sprintf(format, args...)}
+	}
+}
+
+func (d *decoder) left() int { return len(d.b) - d.pos }
+
+func (d *decoder) u32() uint32 {
+	if d.err != nil {
+		return 0
+	}
+	if d.left() < 4 {
+		d.fail("record too short (need 4 bytes, %d left)", d.left())
+		return 0
+	}
+	v := be32(d.b[d.pos:])
+	d.pos += 4
+	return v
+}
+
+func (d *decoder) i32() int32 { return int32(d.u32()) }
+
+func (d *decoder) bytes(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || n > d.left() {
+		d.fail("length %d exceeds the %d bytes left in the record", n, d.left())
+		return nil
+	}
+	b := d.b[d.pos : d.pos+n]
+	d.pos += n
+	return b
+}
+
+// count reads an int32 count of items of at least size bytes each and checks
+// that they fit in the record, bounding any allocation by the record size.
+func (d *decoder) count(size int, what string) int {
+	n := d.i32()
+	if d.err != nil {
+		return 0
+	}
+	if n < 0 || int64(n)*int64(size) > int64(d.left()) {
+		d.pos -= 4
+		d.fail("%s %d does not fit in the %d bytes left", what, n, d.left())
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) stamp(v3 bool) time.Time {
+	if v3 {
+		b := d.bytes(12)
+		if b == nil {
+			return time.Time{}
+		}
+		return timeV3(b)
+	}
+	b := d.bytes(8)
+	if b == nil {
+		return time.Time{}
+	}
+	return timeV2(b)
+}
+
+type metricInfo struct {
+	desc  semantics.Desc
+	names []string
+}
+
+type indomSnap struct {
+	t     time.Time
+	insts []source.Instance // sorted by id; Labels unset
+}
+
+type labelKey struct {
+	typ   semantics.LabelType
+	ident uint32
+}
+
+type instLabels struct {
+	inst   uint32
+	labels semantics.LabelSet
+}
+
+type labelRec struct {
+	t    time.Time
+	sets []instLabels
+}
+
+type textKey struct {
+	kind  int32 // textOneLine|textPMID and so on
+	ident uint32
+}
+
+// meta is an immutable snapshot of the metadata. Refresh builds a new one.
+type meta struct {
+	descs  map[semantics.PMID]*metricInfo
+	names  map[string]semantics.PMID
+	indoms map[semantics.InDom][]indomSnap
+	labels map[labelKey][]labelRec
+	texts  map[textKey]string
+	off    int64 // bytes of .meta consumed
+}
+
+func newMeta() *meta {
+	return &meta{
+		descs:  map[semantics.PMID]*metricInfo{},
+		names:  map[string]semantics.PMID{},
+		indoms: map[semantics.InDom][]indomSnap{},
+		labels: map[labelKey][]labelRec{},
+		texts:  map[textKey]string{},
+	}
+}
+
+// clone returns a copy that can be extended without disturbing readers of m.
+func (m *meta) clone() *meta {
+	n := &meta{
+		descs:  make(map[semantics.PMID]*metricInfo, len(m.descs)),
+		names:  make(map[string]semantics.PMID, len(m.names)),
+		indoms: make(map[semantics.InDom][]indomSnap, len(m.indoms)),
+		labels: make(map[labelKey][]labelRec, len(m.labels)),
+		texts:  make(map[textKey]string, len(m.texts)),
+		off:    m.off,
+	}
+	for k, v := range m.descs {
+		n.descs[k] = v
+	}
+	for k, v := range m.names {
+		n.names[k] = v
+	}
+	for k, v := range m.indoms {
+		n.indoms[k] = v[:len(v):len(v)]
+	}
+	for k, v := range m.labels {
+		n.labels[k] = v[:len(v):len(v)]
+	}
+	for k, v := range m.texts {
+		n.texts[k] = v
+	}
+	return n
+}
+
+// parse adds the records of b, the part of the .meta file that starts at
+// file offset m.off. It stops cleanly before a truncated last record (the
+// writer may still be at work) and returns the bytes consumed.
+func (m *meta) parse(file string, b []byte) (int, error) {
+	pos := 0
+	for len(b)-pos >= 4 {
+		off := m.off + int64(pos)
+		n := int(int32(be32(b[pos:])))
+		if n < 12 {
+			return pos, &FormatError{File: file, Off: off, Msg: fmt.Sprintf("metadata record length %d too small", n)}
+		}
+		if n > len(b)-pos {
+			break // truncated: wait for more
+		}
+		rec := b[pos : pos+n]
+		if t := int(int32(be32(rec[n-4:]))); t != n {
+			return pos, &FormatError{File: file, Off: off + int64(n) - 4, Msg: fmt.Sprintf("metadata record trailer length %d != header %d", t, n)}
+		}
+		d := &decoder{b: rec[:n-4], pos: 8, base: off, file: file}
+		typ := be32(rec[4:])
+		var err error
+		switch typ {
+		case typeDesc:
+			d.what = "desc record"
+			m.parseDesc(d)
+		case typeInDomV2, typeInDom, typeInDomDelta:
+			d.what = "indom record"
+			m.parseInDom(d, typ)
+		case typeLabelV2, typeLabel:
+			d.what = "label record"
+			m.parseLabel(d, typ == typeLabel)
+		case typeText:
+			d.what = "text record"
+			m.parseText(d)
+		default:
+			err = &FormatError{File: file, Off: off + 4, Msg: fmt.Sprintf("unknown metadata record type %d", typ)}
+		}
+		if err == nil {
+			err = d.err
+		}
+		if err != nil {
+			return pos, err
+		}
+		pos += n
+	}
+	return pos, nil
+}
+
+func (m *meta) parseDesc(d *decoder) {
+	var desc semantics.Desc
+	desc.PMID = semantics.PMID(d.u32())
+	desc.Type = semantics.Type(d.i32())
+	desc.InDom = semantics.InDom(d.u32())
+	desc.Sem = semantics.Sem(d.i32())
+	desc.Units = semantics.UnitsFromWord(d.u32())
+	nn := d.count(4, "number of names")
+	names := make([]string, 0, nn)
+	for i := 0; i < nn && d.err == nil; i++ {
+		l := d.i32()
+		name := d.bytes(int(l))
+		if d.err == nil && len(name) == 0 {
+			d.fail("empty metric name")
+		}
+		names = append(names, string(name))
+	}
+	if d.err != nil {
+		return
+	}
+	mi := m.descs[desc.PMID]
+	if mi == nil {
+		mi = &metricInfo{desc: desc}
+	} else {
+		c := *mi // copy on write: older snapshots keep theirs
+		c.names = c.names[:len(c.names):len(c.names)]
+		mi = &c
+	}
+	for _, n := range names {
+		if _, dup := m.names[n]; dup {
+			continue
+		}
+		m.names[n] = desc.PMID
+		mi.names = append(mi.names, n)
+	}
+	m.descs[desc.PMID] = mi
+}
+
+func (m *meta) parseInDom(d *decoder, typ uint32) {
+	t := d.stamp(typ != typeInDomV2)
+	indom := semantics.InDom(d.u32())
+	n := d.count(8, "number of instances")
+	if d.err != nil {
+		return
+	}
+	idsOff := d.pos
+	ids := d.bytes(4 * n)
+	idx := d.bytes(4 * n)
+	strs := d.b[d.pos:]
+	insts := make([]source.Instance, n)
+	del := make([]bool, n)
+	for i := 0; i < n; i++ {
+		insts[i].ID = int32(be32(ids[4*i:]))
+		if insts[i].ID < 0 {
+			d.pos = idsOff + 4*i
+			d.fail("negative instance id %d", insts[i].ID)
+			return
+		}
+		si := int32(be32(idx[4*i:]))
+		if si == -1 && typ == typeInDomDelta {
+			del[i] = true
+			continue
+		}
+		if si < 0 || int(si) >= len(strs) {
+			d.fail("instance %d: name offset %d outside the %d-byte string table", insts[i].ID, si, len(strs))
+			return
+		}
+		e := bytes.IndexByte(strs[si:], 0)
+		if e < 0 {
+			d.fail("instance %d: name at offset %d is not NUL terminated", insts[i].ID, si)
+			return
+		}
+		insts[i].Name = string(strs[si : int(si)+e])
+	}
+	if n == 0 {
+		return // libpcp drops empty indom records
+	}
+	snaps := m.indoms[indom]
+	if typ == typeInDomDelta {
+		var prev *indomSnap
+		for i := len(snaps) - 1; i >= 0; i-- {
+			if !snaps[i].t.After(t) {
+				prev = &snaps[i]
+				break
+			}
+		}
+		if prev == nil {
+			d.pos = 8
+			d.fail("delta for indom %s without an earlier full record", indom)
+			return
+		}
+		insts = applyDelta(prev.insts, insts, del)
+	} else {
+		sort.SliceStable(insts, func(i, j int) bool { return insts[i].ID < insts[j].ID })
+	}
+	for _, s := range snaps {
+		if s.t.Equal(t) && sameInsts(s.insts, insts) {
+			return
+		}
+	}
+	// insert in time order after any record with the same time
+	i := sort.Search(len(snaps), func(i int) bool { return snaps[i].t.After(t) })
+	ns := make([]indomSnap, 0, len(snaps)+1)
+	ns = append(ns, snaps[:i]...)
+	ns = append(ns, indomSnap{t: t, insts: insts})
+	ns = append(ns, snaps[i:]...)
+	m.indoms[indom] = ns
+}
+
+// applyDelta merges a delta (sorted by id; del marks removals) into base.
+func applyDelta(base, delta []source.Instance, del []bool) []source.Instance {
+	type op struct {
+		in  source.Instance
+		del bool
+	}
+	ops := make([]op, len(delta))
+	for i := range delta {
+		ops[i] = op{delta[i], del[i]}
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].in.ID < ops[j].in.ID })
+	out := make([]source.Instance, 0, len(base)+len(delta))
+	i, j := 0, 0
+	for i < len(base) || j < len(ops) {
+		switch {
+		case j == len(ops) || i < len(base) && base[i].ID < ops[j].in.ID:
+			out = append(out, base[i])
+			i++
+		case i == len(base) || ops[j].in.ID < base[i].ID:
+			if !ops[j].del {
+				out = append(out, ops[j].in)
+			}
+			j++
+		default: // same id
+			if !ops[j].del {
+				out = append(out, base[i]) // name clash: first name kept
+			}
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+func sameInsts(a, b []source.Instance) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || a[i].Name != b[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *meta) parseLabel(d *decoder, v3 bool) {
+	t := d.stamp(v3)
+	typ := semantics.LabelType(d.u32())
+	ident := d.u32()
+	nsets := d.count(12, "number of label sets")
+	if d.err != nil {
+		return
+	}
+	rec := labelRec{t: t, sets: make([]instLabels, 0, nsets)}
+	for i := 0; i < nsets && d.err == nil; i++ {
+		inst := d.u32()
+		jl := d.i32()
+		if d.err == nil && (jl < 0 || jl > 65535) {
+			d.pos -= 4
+			d.fail("label set JSON length %d out of range", jl)
+			return
+		}
+		setOff := d.pos
+		js := d.bytes(int(jl))
+		nl := d.i32()
+		if d.err != nil {
+			return
+		}
+		if nl > maxLabelsPerSet {
+			d.pos -= 4
+			d.fail("%d labels in a set (at most %d)", nl, maxLabelsPerSet)
+			return
+		}
+		var idx []semantics.LabelIndex
+		if nl > 0 {
+			raw := d.bytes(8 * int(nl))
+			if d.err != nil {
+				return
+			}
+			idx = make([]semantics.LabelIndex, nl)
+			for k := range idx {
+				b := raw[8*k:]
+				idx[k] = semantics.LabelIndex{
+					Name:     uint16(b[0])<<8 | uint16(b[1]),
+					NameLen:  b[2],
+					Flags:    b[3],
+					Value:    uint16(b[4])<<8 | uint16(b[5]),
+					ValueLen: uint16(b[6])<<8 | uint16(b[7]),
+				}
+			}
+		}
+		ls, err := semantics.LabelSetFromJSONB(js, idx)
+		if err != nil {
+			d.pos = setOff
+			d.fail("%v", err)
+			return
+		}
+		rec.sets = append(rec.sets, instLabels{inst: inst, labels: ls})
+	}
+	if d.err != nil {
+		return
+	}
+	k := labelKey{typ, ident}
+	recs := m.labels[k]
+	i := sort.Search(len(recs), func(i int) bool { return recs[i].t.After(t) })
+	nr := make([]labelRec, 0, len(recs)+1)
+	nr = append(nr, recs[:i]...)
+	nr = append(nr, rec)
+	nr = append(nr, recs[i:]...)
+	m.labels[k] = nr
+}
+
+func (m *meta) parseText(d *decoder) {
+	tt := d.i32()
+	ident := d.u32()
+	if d.err != nil {
+		return
+	}
+	rest := d.b[d.pos:]
+	if i := bytes.IndexByte(rest, 0); i >= 0 {
+		rest = rest[:i]
+	}
+	if tt&(textOneLine|textHelp) == 0 || tt&(textPMID|textInDom) == 0 {
+		return // libpcp skips these silently
+	}
+	m.texts[textKey{tt, ident}] = string(rest)
+}
+
+// labelsAt returns the label sets of (typ, ident) in force at the end.
+func (m *meta) latestLabels(typ semantics.LabelType, ident uint32) []instLabels {
+	recs := m.labels[labelKey{typ, ident}]
+	if len(recs) == 0 {
+		return nil
+	}
+	return recs[len(recs)-1].sets
+}
+
+func (m *meta) firstSet(typ semantics.LabelType, ident uint32) semantics.LabelSet {
+	sets := m.latestLabels(typ, ident)
+	if len(sets) == 0 {
+		return nil
+	}
+	return sets[0].labels
+}

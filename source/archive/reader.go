@@ -1,0 +1,442 @@
+package archive
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// Value formats of a pmValueSet (PM_VAL_*).
+const (
+	valInsitu = 0
+	valDptr   = 1
+	valSptr   = 2
+)
+
+const minWindow = 1 << 20
+
+// Record is one record of a data volume: a pmResult as logged, or a mark.
+type Record struct {
+	Time time.Time
+	// Mark reports a <mark> record (numpmid 0): a gap in the recording.
+	Mark bool
+	// Sets holds one ValueSet per metric of the record, in file order. Err is
+	// a semantics.PMError when the record holds an error code for the metric.
+	Sets []source.ValueSet
+	Vol  int   // volume number
+	Off  int64 // byte offset of the record in its (uncompressed) volume
+}
+
+// volReader is a window over one volume file. Records are decoded in place.
+type volReader struct {
+	s    *stream
+	num  int
+	buf  []byte
+	r, w int
+	off  int64 // file offset of buf[r]
+	eof  bool
+	err  error
+}
+
+// fill makes at least n bytes available at buf[r:]; false at the end of the
+// data (or on a read error, kept in v.err). The buffer only grows while it is
+// full of data, so its size stays within twice the data present.
+func (v *volReader) fill(n int) bool {
+	for v.w-v.r < n {
+		if v.eof || v.err != nil {
+			return false
+		}
+		if v.r > 0 && len(v.buf)-v.r < n {
+			copy(v.buf, v.buf[v.r:v.w])
+			v.w -= v.r
+			v.r = 0
+		}
+		if v.w == len(v.buf) {
+			sz := 2 * len(v.buf)
+			if sz < minWindow {
+				sz = minWindow
+			}
+			nb := make([]byte, sz)
+			copy(nb, v.buf[v.r:v.w])
+			v.w -= v.r
+			v.r = 0
+			v.buf = nb
+		}
+		m, err := v.s.r.Read(v.buf[v.w:])
+		v.w += m
+		if err == io.EOF {
+			v.eof = true
+		} else if err != nil {
+			v.err = &FormatError{File: v.s.path, Off: v.off + int64(v.w-v.r), Msg: "read: " + err.Error()}
+			return false
+		}
+	}
+	return true
+}
+
+// skip discards n bytes (a seek in a compressed stream, or in a plain file).
+func (v *volReader) skip(n int64) error {
+	if v.s.plain {
+		v.off += n
+		if _, err := v.s.f.Seek(v.off, io.SeekStart); err != nil {
+			return err
+		}
+		v.r, v.w = 0, 0
+		v.eof = false
+		return nil
+	}
+	for n > 0 {
+		if v.w == v.r && !v.fill(1) {
+			if v.err != nil {
+				return v.err
+			}
+			return io.ErrUnexpectedEOF
+		}
+		k := int64(v.w - v.r)
+		if k > n {
+			k = n
+		}
+		v.r += int(k)
+		v.off += k
+		n -= k
+	}
+	return nil
+}
+
+// Reader iterates over the records of an archive, volume after volume.
+type Reader struct {
+	a       *Archive
+	version int
+	vi      int   // index of the current volume in the volume list
+	start   int64 // offset to seek to in the first volume opened
+	vol     *volReader
+	rec     Record
+	vals    []source.InstValue
+	starts  []int
+	types   []typeCache
+	errs    map[int32]error
+	err     error
+	closed  bool
+	hdrSize int
+}
+
+type typeCache struct {
+	pmid  semantics.PMID
+	typ   semantics.Type
+	valid bool
+}
+
+// Next advances to the next record. It returns false at the end of the
+// archive (a truncated last record counts as the end) or on an error (see
+// Err). At the end of the last volume the position is kept: after the file
+// grew (and Refresh found new metadata or volumes), Next continues there.
+func (r *Reader) Next() bool {
+	if r.err != nil || r.closed {
+		return false
+	}
+	for {
+		if r.vol == nil {
+			st := r.a.state()
+			if r.vi >= len(st.vols) {
+				return false
+			}
+			if err := r.open(st.vols[r.vi]); err != nil {
+				r.err = err
+				return false
+			}
+		}
+		ok, err := r.read()
+		if err != nil {
+			r.err = err
+			return false
+		}
+		if ok {
+			return true
+		}
+		// end of this volume
+		st := r.a.state()
+		if r.vi+1 < len(st.vols) {
+			r.vol.s.Close()
+			r.vol = nil
+			r.vi++
+			r.start = 0
+			continue
+		}
+		r.vol.eof = false // retry later: the writer may append
+		return false
+	}
+}
+
+func (r *Reader) open(vf volumeFile) error {
+	s, err := openStream(vf.path)
+	if err != nil {
+		return err
+	}
+	v := &volReader{s: s, num: vf.num}
+	if r.vol != nil {
+		v.buf = r.vol.buf[:cap(r.vol.buf)] // reuse the window
+		r.vol.s.Close()
+	}
+	r.vol = v
+	lsz := labelSize(r.version)
+	if !v.fill(lsz) {
+		if v.err != nil {
+			return v.err
+		}
+		return &FormatError{File: vf.path, Off: int64(v.w - v.r), Msg: "truncated label"}
+	}
+	l, err := parseLabel(vf.path, v.buf[v.r:v.w])
+	if err != nil {
+		return err
+	}
+	if err := r.a.checkLabel(vf.path, l, int32(vf.num)); err != nil {
+		return err
+	}
+	v.r += lsz
+	v.off = int64(lsz)
+	if r.start > int64(lsz) {
+		if err := v.skip(r.start - int64(lsz)); err != nil {
+			return fmt.Errorf("%s: seek to %d: %w", vf.path, r.start, err)
+		}
+	}
+	return nil
+}
+
+// read decodes the next record of the current volume; false at its end.
+func (r *Reader) read() (bool, error) {
+	v := r.vol
+	if !v.fill(4) {
+		return false, v.err
+	}
+	n := int(int32(be32(v.buf[v.r:])))
+	if n < r.hdrSize+4 || n > maxRecordSize-1 {
+		return false, &FormatError{File: v.s.path, Off: v.off, Msg: fmt.Sprintf("record length %d out of range", n)}
+	}
+	if !v.fill(n) {
+		return false, v.err // truncated last record: the end
+	}
+	rec := v.buf[v.r : v.r+n]
+	off := v.off
+	v.r += n
+	v.off += int64(n)
+	if err := r.decode(rec, off); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (r *Reader) ferr(off int64, format string, args ...any) error {
+	return &FormatError{File: r.vol.s.path, Off: off, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (r *Reader) decode(rec []byte, off int64) error {
+	n := len(rec)
+	if t := int(int32(be32(rec[n-4:]))); t != n {
+		return r.ferr(off+int64(n)-4, "record trailer length %d != header %d", t, n)
+	}
+	out := &r.rec
+	out.Vol = r.vol.num
+	out.Off = off
+	var p int
+	if r.version == 3 {
+		out.Time = timeV3(rec[4:])
+		p = 16
+	} else {
+		out.Time = timeV2(rec[4:])
+		p = 12
+	}
+	end := n - 4
+	np := int32(be32(rec[p:]))
+	p += 4
+	out.Sets = out.Sets[:0]
+	out.Mark = np == 0
+	if np == 0 {
+		return nil
+	}
+	if np < 0 || int(np) > (end-p)/8 {
+		return r.ferr(off+int64(p)-4, "numpmid %d does not fit in the %d-byte record", np, n)
+	}
+	m := r.a.state().meta
+	vals := r.vals[:0]
+	starts := r.starts[:0]
+	if cap(out.Sets) < int(np) {
+		out.Sets = make([]source.ValueSet, 0, np)
+	}
+	if len(r.types) < int(np) {
+		r.types = append(r.types, make([]typeCache, int(np)-len(r.types))...)
+	}
+	for i := 0; i < int(np); i++ {
+		if end-p < 8 {
+			return r.ferr(off+int64(p), "value set %d of %d truncated", i, np)
+		}
+		pmid := semantics.PMID(be32(rec[p:]))
+		numval := int32(be32(rec[p+4:]))
+		p += 8
+		vs := source.ValueSet{PMID: pmid}
+		starts = append(starts, len(vals))
+		if numval < 0 {
+			vs.Err = r.errOf(numval)
+			out.Sets = append(out.Sets, vs)
+			continue
+		}
+		if numval == 0 {
+			out.Sets = append(out.Sets, vs)
+			continue
+		}
+		if int(numval) > (end-p-4)/8 {
+			return r.ferr(off+int64(p)-4, "numval %d of %s does not fit in the record", numval, pmid)
+		}
+		valfmt := be32(rec[p:])
+		p += 4
+		tc := &r.types[i]
+		typ := tc.typ
+		if !tc.valid || tc.pmid != pmid || typ == -2 {
+			typ = -2 // unknown: use each block's own type
+			if mi := m.descs[pmid]; mi != nil {
+				typ = mi.desc.Type
+			}
+			*tc = typeCache{pmid, typ, true}
+		}
+		switch valfmt {
+		case valInsitu:
+			for j := 0; j < int(numval); j++ {
+				inst := int32(be32(rec[p:]))
+				w := be32(rec[p+4:])
+				p += 8
+				vals = append(vals, source.InstValue{Inst: inst, Value: insitu(typ, w)})
+			}
+		case valDptr, valSptr:
+			for j := 0; j < int(numval); j++ {
+				inst := int32(be32(rec[p:]))
+				w := be32(rec[p+4:])
+				bo := int64(w)*4 - 8
+				if bo < int64(r.hdrSize) || bo > int64(end-4) {
+					return r.ferr(off+int64(p)+4, "value block offset %d of %s outside the record", bo, pmid)
+				}
+				b := int(bo)
+				hdr := be32(rec[b:])
+				vlen := int(hdr & 0xffffff)
+				if vlen < 4 || vlen > end-b {
+					return r.ferr(off+bo, "value block length %d of %s outside the record", vlen, pmid)
+				}
+				t := typ
+				if t == -2 {
+					t = semantics.Type(hdr >> 24)
+				}
+				val, ok := block(t, rec[b+4:b+vlen])
+				if !ok {
+					return r.ferr(off+bo, "value block of %d bytes too short for type %s of %s", vlen-4, t, pmid)
+				}
+				p += 8
+				vals = append(vals, source.InstValue{Inst: inst, Value: val})
+			}
+		default:
+			return r.ferr(off+int64(p)-4, "unknown value format %d of %s", valfmt, pmid)
+		}
+		out.Sets = append(out.Sets, vs)
+	}
+	for i := range out.Sets {
+		e := len(vals)
+		if i+1 < len(starts) {
+			e = starts[i+1]
+		}
+		out.Sets[i].Values = vals[starts[i]:e:e]
+	}
+	r.vals = vals
+	r.starts = starts
+	return nil
+}
+
+func insitu(t semantics.Type, w uint32) semantics.Value {
+	switch t {
+	case semantics.TypeU32:
+		return semantics.Uint32Value(w)
+	case semantics.TypeFloat: // ancient archives
+		return semantics.FloatValue(math.Float32frombits(w))
+	case semantics.Type64:
+		return semantics.Int64Value(int64(int32(w)))
+	case semantics.TypeU64:
+		return semantics.Uint64Value(uint64(w))
+	case semantics.TypeDouble:
+		return semantics.DoubleValue(float64(int32(w)))
+	}
+	return semantics.Int32Value(int32(w))
+}
+
+func block(t semantics.Type, b []byte) (semantics.Value, bool) {
+	switch t {
+	case semantics.Type32:
+		if len(b) < 4 {
+			return semantics.Value{}, false
+		}
+		return semantics.Int32Value(int32(be32(b))), true
+	case semantics.TypeU32:
+		if len(b) < 4 {
+			return semantics.Value{}, false
+		}
+		return semantics.Uint32Value(be32(b)), true
+	case semantics.Type64:
+		if len(b) < 8 {
+			return semantics.Value{}, false
+		}
+		return semantics.Int64Value(int64(binary.BigEndian.Uint64(b))), true
+	case semantics.TypeU64:
+		if len(b) < 8 {
+			return semantics.Value{}, false
+		}
+		return semantics.Uint64Value(binary.BigEndian.Uint64(b)), true
+	case semantics.TypeFloat:
+		if len(b) < 4 {
+			return semantics.Value{}, false
+		}
+		return semantics.FloatValue(math.Float32frombits(be32(b))), true
+	case semantics.TypeDouble:
+		if len(b) < 8 {
+			return semantics.Value{}, false
+		}
+		return semantics.DoubleValue(math.Float64frombits(binary.BigEndian.Uint64(b))), true
+	case semantics.TypeString:
+		for i, c := range b {
+			if c == 0 {
+				b = b[:i]
+				break
+			}
+		}
+		return semantics.BytesValue(t, b), true
+	}
+	return semantics.BytesValue(t, b), true
+}
+
+func (r *Reader) errOf(code int32) error {
+	if e, ok := r.errs[code]; ok {
+		return e
+	}
+	if r.errs == nil {
+		r.errs = map[int32]error{}
+	}
+	e := error(semantics.PMError(code))
+	r.errs[code] = e
+	return e
+}
+
+// Record returns the current record, valid until the next call to Next.
+func (r *Reader) Record() *Record { return &r.rec }
+
+// Err returns the error that stopped iteration, nil at a clean end.
+func (r *Reader) Err() error { return r.err }
+
+// Close releases the open volume.
+func (r *Reader) Close() error {
+	r.closed = true
+	if r.vol != nil {
+		err := r.vol.s.Close()
+		r.vol = nil
+		return err
+	}
+	return nil
+}
