@@ -1,0 +1,166 @@
+package mmv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// header is the decoded 40-byte MMV header.
+type header struct {
+	version int32
+	g1, g2  uint64
+	tocs    int32
+	flags   Flags
+	process int32
+	cluster int32
+}
+
+// Reasons a file is not (yet) exported; they mirror pmdammv's return codes.
+var (
+	// ErrInFlux means the writer has not finished the file (g1 == 0 or
+	// g1 != g2); pmdammv retries on the next request.
+	ErrInFlux = errors.New("generation in flux (file being written)")
+	// ErrProcessGone means the PROCESS flag is set and the writer's PID no
+	// longer exists.
+	ErrProcessGone = errors.New("writer process is not running")
+)
+
+// mapping is one MMV file mapped read-only.
+type mapping struct {
+	path string
+	name string // file name, used in metric names
+	data []byte // the mmap; nil for an empty file
+	dev  uint64
+	ino  uint64
+	hdr  header
+	gen  uint64 // g1 == g2 when the file was loaded
+}
+
+// mapFile opens and maps path and checks its header as pmdammv's
+// create_client_stat does. The returned error is a *FormatError, ErrInFlux,
+// ErrProcessGone (only with pidCheck) or an I/O error.
+func mapFile(path, name string, pidCheck bool) (*mapping, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("mmv: %s: not a regular file", path)
+	}
+	size := st.Size()
+	if size < headerSize {
+		return nil, &FormatError{File: path, Off: 0, Msg: fmt.Sprintf("file of %d bytes is smaller than the %d-byte header", size, headerSize)}
+	}
+	if size > 1<<32-1 {
+		return nil, &FormatError{File: path, Off: 0, Msg: fmt.Sprintf("file of %d bytes is larger than 4 GiB", size)}
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmv: %s: mmap: %w", path, err)
+	}
+	m := &mapping{path: path, name: name, data: data}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		m.dev, m.ino = uint64(sys.Dev), uint64(sys.Ino)
+	}
+	if err := m.checkHeader(pidCheck); err != nil {
+		m.unmap()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *mapping) unmap() {
+	if m.data != nil {
+		_ = unix.Munmap(m.data)
+		m.data = nil
+	}
+}
+
+// gens reads g1 and g2 atomically (the writer stores them last and first).
+func (m *mapping) gens() (uint64, uint64) {
+	if len(m.data) < headerSize {
+		return 0, 1
+	}
+	p := unsafe.Pointer(&m.data[0])
+	if uintptr(p)%8 != 0 { // never for an mmap, which is page aligned
+		return ne.Uint64(m.data[8:]), ne.Uint64(m.data[16:])
+	}
+	g1 := atomic.LoadUint64((*uint64)(unsafe.Add(p, 8)))
+	g2 := atomic.LoadUint64((*uint64)(unsafe.Add(p, 16)))
+	return g1, g2
+}
+
+// current reports whether the file still holds the generation it was loaded with.
+func (m *mapping) current() bool {
+	g1, g2 := m.gens()
+	return g1 == m.gen && g2 == m.gen
+}
+
+func (m *mapping) checkHeader(pidCheck bool) error {
+	b := m.data
+	if string(b[0:4]) != "MMV\x00" {
+		return &FormatError{File: m.path, Off: 0, Msg: fmt.Sprintf("bad magic %q, want \"MMV\\x00\"", b[0:4])}
+	}
+	h := header{
+		version: int32(ne.Uint32(b[4:])),
+		tocs:    int32(ne.Uint32(b[24:])),
+		flags:   Flags(ne.Uint32(b[28:])),
+		process: int32(ne.Uint32(b[32:])),
+		cluster: int32(ne.Uint32(b[36:])),
+	}
+	h.g1, h.g2 = m.gens()
+	if h.version < 1 || h.version > 3 {
+		return &FormatError{File: m.path, Off: 4, Msg: fmt.Sprintf("unsupported version %d", h.version)}
+	}
+	if h.g1 == 0 || h.g1 != h.g2 {
+		return fmt.Errorf("mmv: %s: %w", m.path, ErrInFlux)
+	}
+	if h.tocs < 2 {
+		return &FormatError{File: m.path, Off: 24, Msg: fmt.Sprintf("%d TOC entries, need at least 2", h.tocs)}
+	}
+	if uint64(len(b)) < headerSize+tocSize*uint64(h.tocs) {
+		return &FormatError{File: m.path, Off: 24, Msg: fmt.Sprintf("%d TOC entries do not fit in %d bytes", h.tocs, len(b))}
+	}
+	if pidCheck && !m.processAlive(h) {
+		return fmt.Errorf("mmv: %s: %w (pid %d)", m.path, ErrProcessGone, h.process)
+	}
+	m.hdr = h
+	m.gen = h.g1
+	return nil
+}
+
+// processAlive applies the PROCESS flag: true unless the flag is set with a
+// non-zero PID that does not exist.
+func (m *mapping) processAlive(h header) bool {
+	if h.flags&FlagProcess == 0 || h.process == 0 {
+		return true
+	}
+	return processExists(h.process)
+}
+
+// processExists reports whether pid names a live process (kill(pid, 0)
+// succeeds or fails with EPERM), as __pmProcessExists.
+func processExists(pid int32) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := unix.Kill(int(pid), 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// Generation returns the creation time encoded in g1 (seconds<<32|usec).
+func genTime(g uint64) time.Time {
+	return time.Unix(int64(g>>32), int64(g&0xffffffff)*1000)
+}

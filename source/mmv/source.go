@@ -1,0 +1,476 @@
+package mmv
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// Options control how MMV files are read.
+type Options struct {
+	// PIDCheck honours the PROCESS flag as pmdammv does: a file whose
+	// writer's PID does not exist is not exported. Turn it off when the
+	// writer lives in another PID namespace (a sidecar container).
+	PIDCheck bool
+	// Logger receives the reasons files or parts of files are skipped; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}
+
+// FileStatus describes one file of a directory (or the single file of a
+// File) as last loaded: for self-metrics and diagnostics.
+type FileStatus struct {
+	Name string
+	Path string
+	// Exported is true when the file's metrics are exported.
+	Exported bool
+	// Reason says why the file is not exported ("" when it is).
+	Reason     string
+	Version    int
+	Flags      Flags
+	PID        int32
+	Cluster    uint32 // the cluster pmdammv would use (assigned when the header has 0)
+	Generation time.Time
+	Metrics    int // metrics exported from the file
+	// Problems lists parts of the file that were skipped (bad sections,
+	// names pmdammv rejects, offsets past the end), at most 32.
+	Problems []string
+}
+
+func (l *loaded) status() FileStatus {
+	s := FileStatus{
+		Name: l.name, Path: l.path, Exported: l.skipped == "", Reason: l.skipped,
+		Version: int(l.hdr.version), Flags: l.hdr.flags, PID: l.hdr.process, Cluster: l.cluster,
+		Generation: genTime(l.gen), Metrics: len(l.metrics), Problems: l.problems,
+	}
+	return s
+}
+
+// ----------------------------------------------------------------------------
+// File
+
+// File is one MMV file, exported as pmdammv would export it if it were
+// alone in its directory (cluster 1 when its header says 0). It follows the
+// file: a new generation, a replaced file or a writer that exits (PROCESS)
+// is noticed at the next call.
+type File struct {
+	path string
+	opts Options
+
+	mu  sync.Mutex
+	l   *loaded
+	v   *view
+	err error // why the file is not exported now
+}
+
+var _ source.Source = (*File)(nil)
+
+// OpenFile opens one MMV file. It fails when the file cannot be read or is
+// not an exportable MMV file (bad header, writer still in flux after a short
+// wait, writer process gone with PIDCheck).
+func OpenFile(path string, opts Options) (*File, error) {
+	f := &File{path: path, opts: opts}
+	if err := f.load(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// load (re)maps the file, retrying briefly while its writer is in flux.
+func (f *File) load() error {
+	f.unload(nil)
+	var m *mapping
+	var err error
+	for i := 0; i < 50; i++ {
+		m, err = mapFile(f.path, filepath.Base(f.path), f.opts.PIDCheck)
+		if !errors.Is(err, ErrInFlux) {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err != nil {
+		f.err = err
+		return err
+	}
+	cluster := uint32(1)
+	if c := m.hdr.cluster; c != 0 {
+		if c < 0 || c > maxCluster {
+			m.unmap()
+			f.err = &FormatError{File: f.path, Off: 36, Msg: fmt.Sprintf("cluster %d outside 0..%d", c, maxCluster)}
+			return f.err
+		}
+		cluster = uint32(c)
+	}
+	f.l = &loaded{mapping: m, cluster: cluster}
+	f.v = buildView([]*loaded{f.l}, f.opts.Logger)
+	return nil
+}
+
+func (f *File) unload(err error) {
+	if f.l != nil {
+		f.l.unmap()
+	}
+	f.l, f.v, f.err = nil, nil, err
+}
+
+// refresh notices a replaced file, a new generation or a vanished writer.
+func (f *File) refresh() {
+	if f.l == nil {
+		_ = f.load()
+		return
+	}
+	st, err := os.Stat(f.path)
+	if err != nil {
+		f.unload(err)
+		return
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && (uint64(sys.Ino) != f.l.ino || uint64(sys.Dev) != f.l.dev) {
+		_ = f.load()
+		return
+	}
+	if !f.l.current() {
+		_ = f.load()
+		return
+	}
+	if f.opts.PIDCheck && !f.l.processAlive(f.l.hdr) {
+		f.unload(fmt.Errorf("mmv: %s: %w (pid %d)", f.path, ErrProcessGone, f.l.hdr.process))
+	}
+}
+
+// Generation returns the file's creation time (from g1), the start time of
+// its counters; zero when the file is not exported now.
+func (f *File) Generation() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.l == nil {
+		return time.Time{}
+	}
+	return genTime(f.l.gen)
+}
+
+// Err returns why the file is not exported now (nil when it is).
+func (f *File) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refresh()
+	return f.err
+}
+
+// Status returns the file's status.
+func (f *File) Status() FileStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.l == nil {
+		s := FileStatus{Name: filepath.Base(f.path), Path: f.path}
+		if f.err != nil {
+			s.Reason = f.err.Error()
+		}
+		return s
+	}
+	return f.l.status()
+}
+
+// Metrics returns the metadata of the file's metrics in name order.
+func (f *File) Metrics() []source.Metric {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refresh()
+	if f.v == nil {
+		return nil
+	}
+	return f.v.metricList()
+}
+
+// Instances returns the instances of an instance domain in id order.
+func (f *File) Instances(indom semantics.InDom) []source.Instance {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refresh()
+	if f.v == nil {
+		return nil
+	}
+	return f.v.instances(indom)
+}
+
+// Fetch reads the current values (t is ignored). A PMID the file does not
+// export gets semantics.ErrPMID in its ValueSet.
+func (f *File) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	prepare(res, len(pmids))
+	for attempt := 0; ; attempt++ {
+		f.refresh()
+		res.Time = time.Now()
+		if f.v == nil {
+			fillMissing(pmids, res)
+			return nil
+		}
+		if f.v.fill(pmids, res, res.Time) {
+			return nil
+		}
+		if attempt == fetchAttempts {
+			return fmt.Errorf("mmv: %s: file changed generation during %d reads", f.path, fetchAttempts+1)
+		}
+	}
+}
+
+func fillMissing(pmids []semantics.PMID, res *source.Result) {
+	for i, id := range pmids {
+		res.Sets[i].PMID, res.Sets[i].Err, res.Sets[i].Values = id, semantics.ErrPMID, res.Sets[i].Values[:0]
+	}
+}
+
+// Close unmaps the file.
+func (f *File) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unload(errors.New("mmv: file closed"))
+	return nil
+}
+
+// ----------------------------------------------------------------------------
+// Dir
+
+// Dir is a directory of MMV files exported as pmdammv exports
+// $PCP_TMP_DIR/mmv: files are scanned in name order, names starting with
+// "." and non-regular files are ignored, clusters are taken from the
+// headers or assigned (lowest unused number from 1), and the whole
+// directory is reloaded when it changes (mtime), when a file changes
+// generation, when a PROCESS writer exits, or when a file was in flux.
+type Dir struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	v         *view
+	status    []FileStatus
+	stamp     dirStamp
+	stampErr  error
+	reloadDue bool
+	loadedAt  bool
+	closed    bool
+}
+
+var _ source.Source = (*Dir)(nil)
+
+type dirStamp struct {
+	mtime    time.Time
+	dev, ino uint64
+}
+
+// OpenDir opens a directory of MMV files. A directory that does not exist
+// (yet) exports nothing until it appears; any other error is returned.
+func OpenDir(dir string, opts Options) (*Dir, error) {
+	d := &Dir{dir: dir, opts: opts, log: opts.logger()}
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
+		return nil, fmt.Errorf("mmv: %s: not a directory", dir)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("mmv: %w", err)
+	}
+	d.refresh()
+	return d, nil
+}
+
+// Path returns the directory.
+func (d *Dir) Path() string { return d.dir }
+
+func (d *Dir) stampNow() (dirStamp, error) {
+	st, err := os.Stat(d.dir)
+	if err != nil {
+		return dirStamp{}, err
+	}
+	s := dirStamp{mtime: st.ModTime()}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		s.dev, s.ino = uint64(sys.Dev), uint64(sys.Ino)
+	}
+	return s, nil
+}
+
+// refresh reloads the directory when pmdammv would.
+func (d *Dir) refresh() {
+	if d.closed {
+		return
+	}
+	need := d.reloadDue || !d.loadedAt
+	stamp, err := d.stampNow()
+	if err != nil {
+		if d.stampErr == nil || d.stampErr.Error() != err.Error() {
+			need = true
+		}
+	} else if d.stampErr != nil || stamp != d.stamp {
+		need = true
+	}
+	if !need && d.v != nil {
+		for _, f := range d.v.files {
+			if !f.current() || (d.opts.PIDCheck && !f.processAlive(f.hdr)) {
+				need = true
+				break
+			}
+		}
+	}
+	if need {
+		d.stamp, d.stampErr = stamp, err
+		d.reload()
+	}
+}
+
+// reload is pmdammv's map_stats.
+func (d *Dir) reload() {
+	if d.v != nil {
+		for _, f := range d.v.files {
+			f.unmap()
+		}
+	}
+	d.v, d.status, d.reloadDue, d.loadedAt = nil, nil, false, true
+	ents, err := os.ReadDir(d.dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		d.log.Warn("mmv: cannot read directory", "dir", d.dir, "err", err)
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	var files []*loaded
+	used := map[uint32]bool{}
+	var statuses []FileStatus
+	for _, e := range ents {
+		name := e.Name()
+		if name[0] == '.' {
+			continue
+		}
+		path := filepath.Join(d.dir, name)
+		st, err := os.Stat(path)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		m, err := mapFile(path, name, d.opts.PIDCheck)
+		if err != nil {
+			if errors.Is(err, ErrInFlux) {
+				d.reloadDue = true
+			}
+			d.log.Info("mmv: file not exported", "file", path, "reason", err)
+			statuses = append(statuses, FileStatus{Name: name, Path: path, Reason: err.Error()})
+			continue
+		}
+		cluster, err := chooseCluster(m.hdr.cluster, used)
+		if err != nil {
+			m.unmap()
+			err = &FormatError{File: path, Off: 36, Msg: err.Error()}
+			d.log.Warn("mmv: file not exported", "file", path, "reason", err)
+			statuses = append(statuses, FileStatus{Name: name, Path: path, Reason: err.Error()})
+			continue
+		}
+		used[cluster] = true
+		files = append(files, &loaded{mapping: m, cluster: cluster})
+	}
+	d.v = buildView(files, d.log)
+	for _, f := range files {
+		statuses = append(statuses, f.status())
+	}
+	sort.SliceStable(statuses, func(i, j int) bool { return statuses[i].Name < statuses[j].Name })
+	d.status = statuses
+}
+
+// chooseCluster is pmdammv's choose_cluster: a non-zero header cluster is
+// used as is (even when another file uses it), 0 gets the lowest unused
+// number from 1.
+func chooseCluster(requested int32, used map[uint32]bool) (uint32, error) {
+	if requested == 0 {
+		for c := uint32(1); c <= maxCluster; c++ {
+			if !used[c] {
+				return c, nil
+			}
+		}
+		return 0, errors.New("no free cluster number")
+	}
+	if requested < 0 || requested > maxCluster {
+		return 0, fmt.Errorf("cluster %d outside 0..%d", requested, maxCluster)
+	}
+	return uint32(requested), nil
+}
+
+// Files returns the status of every file seen at the last reload, in name
+// order: exported ones and skipped ones with their reasons.
+func (d *Dir) Files() []FileStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.refresh()
+	return append([]FileStatus(nil), d.status...)
+}
+
+// Generation returns the generation (creation time) of the file that
+// exports pmid, zero if none does.
+func (d *Dir) Generation(pmid semantics.PMID) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.v == nil || d.v.byPMID[pmid] == nil {
+		return time.Time{}
+	}
+	return genTime(d.v.byPMID[pmid].file.gen)
+}
+
+// Metrics returns the metadata of every exported metric in name order.
+func (d *Dir) Metrics() []source.Metric {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.refresh()
+	return d.v.metricList()
+}
+
+// Instances returns the instances of an instance domain in id order.
+func (d *Dir) Instances(indom semantics.InDom) []source.Instance {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.refresh()
+	return d.v.instances(indom)
+}
+
+// Fetch reads the current values (t is ignored). A PMID no file exports
+// gets semantics.ErrPMID in its ValueSet.
+func (d *Dir) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	prepare(res, len(pmids))
+	for attempt := 0; ; attempt++ {
+		d.refresh()
+		res.Time = time.Now()
+		if d.v.fill(pmids, res, res.Time) {
+			return nil
+		}
+		d.reloadDue = true
+		if attempt == fetchAttempts {
+			return fmt.Errorf("mmv: %s: files changed generation during %d reads", d.dir, fetchAttempts+1)
+		}
+	}
+}
+
+// Close unmaps every file.
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.v != nil {
+		for _, f := range d.v.files {
+			f.unmap()
+		}
+	}
+	d.v = buildView(nil, nil)
+	d.status, d.closed = nil, true
+	return nil
+}
