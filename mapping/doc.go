@@ -1,0 +1,21 @@
+// Package mapping owns the translation of PCP metadata into Prometheus and
+// OpenTelemetry terms: a PCP descriptor, its instances and labels become a
+// Prometheus family (name, type, HELP, unit, value scale, label set) or an
+// OpenTelemetry instrument (name, UCUM unit, kind) with its resource and
+// data-point attributes.
+//
+// Two namings exist. The default one follows Prometheus conventions: values
+// are scaled to base units (bytes, seconds, plain counts), the unit suffix and
+// _total are appended, strings become <name>_info{value="..."} 1, instances
+// become an instname label and PCP labels become sanitized labels (reserved
+// names get the prefix pcp_). The pmproxy naming reproduces what pmproxy's
+// /metrics gives (no unit conversion, no _total, strings omitted, instname and
+// instid labels) so that existing grafana-pcp dashboards keep working.
+//
+// A Mapper applies one naming plus an optional mapping configuration file
+// (include/exclude patterns, renames, label drop/keep). MapAll resolves name
+// clashes deterministically (PCP name order: the first metric keeps the name,
+// the others are skipped and reported) and never fails.
+//
+// The package does no I/O beyond reading its configuration file.
+package mapping

@@ -1,0 +1,453 @@
+package mapping
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// Naming selects how PCP metrics are named and labelled.
+type Naming int
+
+const (
+	// NamingDefault follows Prometheus conventions (base units, unit suffix,
+	// _total, _info for strings).
+	NamingDefault Naming = iota
+	// NamingPmproxy reproduces pmproxy's /metrics names and labels.
+	NamingPmproxy
+)
+
+// ParseNaming parses "default" (or "") and "pmproxy".
+func ParseNaming(s string) (Naming, error) {
+	switch s {
+	case "", "default":
+		return NamingDefault, nil
+	case "pmproxy":
+		return NamingPmproxy, nil
+	}
+	return 0, fmt.Errorf("unknown naming %q (want default or pmproxy)", s)
+}
+
+func (n Naming) String() string {
+	if n == NamingPmproxy {
+		return "pmproxy"
+	}
+	return "default"
+}
+
+// Type is a Prometheus metric type.
+type Type int
+
+// Prometheus metric types used by the mapping.
+const (
+	Counter Type = iota
+	Gauge
+	Info // a STRING metric: <name>_info{value="..."} 1 (a gauge in text format 0.0.4)
+)
+
+func (t Type) String() string {
+	switch t {
+	case Counter:
+		return "counter"
+	case Info:
+		return "info"
+	}
+	return "gauge"
+}
+
+// SkipReason says why a PCP metric has no Prometheus family.
+type SkipReason string
+
+// Reasons for skipping a metric (the reason label of the skipped self-metric).
+const (
+	SkipAggregate   SkipReason = "aggregate"        // AGGREGATE and AGGREGATE_STATIC values
+	SkipEvent       SkipReason = "event"            // EVENT and HIGHRES_EVENT values
+	SkipString      SkipReason = "string"           // STRING with the pmproxy naming (pmproxy omits them)
+	SkipUnsupported SkipReason = "unsupported_type" // NOSUPPORT or an unknown type
+	SkipExcluded    SkipReason = "excluded"         // by the include/exclude patterns of the configuration
+	SkipNameClash   SkipReason = "name_clash"       // another metric already has the name
+)
+
+// InfoValueLabel is the label that carries a STRING metric's value.
+const InfoValueLabel = "value"
+
+// Family is the Prometheus form of one PCP metric.
+type Family struct {
+	PCPName string
+	Desc    semantics.Desc
+	// Name is the name of the samples and of the family in text format
+	// 0.0.4: "disk_dev_read_bytes_total", "kernel_uname_release_info".
+	Name string
+	// OMName is the OpenMetrics family name: Name without _total (counters)
+	// or _info (info metrics).
+	OMName string
+	Type   Type
+	// Help is the HELP text ("" for none).
+	Help string
+	// Unit is the OpenMetrics unit ("bytes", "seconds", ...) when OMName
+	// ends with it, else "".
+	Unit string
+	// Scale multiplies PCP values into the unit (1 with the pmproxy naming).
+	Scale    float64
+	mul, div float64
+	// UCUM is the OpenTelemetry unit of the converted values.
+	UCUM string
+
+	naming             Naming
+	altName, altOMName string      // fallback names when Name or OMName clash
+	integer            bool        // values print as exact integers
+	labels             []LabelPair // raw PCP metric labels, flattened
+	m                  *Mapper
+}
+
+// Skipped is a metric without a family and the reason.
+type Skipped struct {
+	PCPName string
+	Reason  SkipReason
+	Detail  string
+}
+
+// Mapper maps PCP metrics with one naming and configuration. It is safe for
+// concurrent use.
+type Mapper struct {
+	naming Naming
+	cfg    Config
+	keep   map[string]bool
+	drop   map[string]bool
+	// extra labels merged below every metric's own (lowest precedence), e.g.
+	// the context labels pmcd would add.
+	extra []LabelPair
+}
+
+// Options are the settings of a Mapper besides its configuration file.
+type Options struct {
+	// Naming overrides the configuration's naming when set (the --naming flag).
+	Naming *Naming
+	// ExtraLabels are added to every series with the lowest precedence (as
+	// PCP context labels would be).
+	ExtraLabels []LabelPair
+}
+
+// New returns a Mapper for a configuration (nil for the defaults).
+func New(cfg *Config, opts Options) (*Mapper, error) {
+	m := &Mapper{}
+	if cfg != nil {
+		m.cfg = *cfg
+	}
+	n, err := ParseNaming(m.cfg.Naming)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Naming != nil {
+		n = *opts.Naming
+	}
+	m.naming = n
+	if len(m.cfg.KeepLabels) > 0 {
+		m.keep = map[string]bool{}
+		for _, l := range m.cfg.KeepLabels {
+			m.keep[l] = true
+		}
+	}
+	if len(m.cfg.DropLabels) > 0 {
+		m.drop = map[string]bool{}
+		for _, l := range m.cfg.DropLabels {
+			m.drop[l] = true
+		}
+	}
+	m.extra = opts.ExtraLabels
+	return m, nil
+}
+
+// Naming returns the mapper's naming.
+func (m *Mapper) Naming() Naming { return m.naming }
+
+// Selected reports whether the include/exclude patterns keep a PCP name.
+func (m *Mapper) Selected(name string) bool {
+	if len(m.cfg.Include) > 0 {
+		ok := false
+		for i := range m.cfg.Include {
+			if m.cfg.Include[i].Match(name) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	for i := range m.cfg.Exclude {
+		if m.cfg.Exclude[i].Match(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// baseName applies the rename rules; it reports whether one matched.
+func (m *Mapper) baseName(pcp string) (string, bool) {
+	for _, r := range m.cfg.Rename {
+		if r.Match.re == nil {
+			continue
+		}
+		if idx := r.Match.re.FindStringSubmatchIndex(pcp); idx != nil {
+			return string(r.Match.re.ExpandString(nil, r.Name, pcp, idx)), true
+		}
+	}
+	return pcp, false
+}
+
+// Map maps one metric, or says why it is skipped (never SkipNameClash: that
+// needs the other metrics, see MapAll).
+func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
+	if !m.Selected(md.Name) {
+		return Family{}, SkipExcluded
+	}
+	d := md.Desc
+	switch d.Type {
+	case semantics.Type32, semantics.TypeU32, semantics.Type64, semantics.TypeU64, semantics.TypeFloat, semantics.TypeDouble, semantics.TypeString:
+	case semantics.TypeAggregate, semantics.TypeAggregateStatic:
+		return Family{}, SkipAggregate
+	case semantics.TypeEvent, semantics.TypeHighresEvent:
+		return Family{}, SkipEvent
+	default:
+		return Family{}, SkipUnsupported
+	}
+	f := Family{PCPName: md.Name, Desc: d, naming: m.naming, m: m, Scale: 1, mul: 1, div: 1}
+	f.labels = pcpPairs(md.Labels, nil)
+	base, renamed := m.baseName(md.Name)
+	name := SanitizeMetricName(base)
+	unit := BaseUnit(d.Units)
+	f.UCUM = unit.UCUM
+	if m.naming == NamingPmproxy {
+		if d.Type == semantics.TypeString {
+			return Family{}, SkipString
+		}
+		f.Type = Counter
+		if d.Sem == semantics.SemInstant || d.Sem == semantics.SemDiscrete {
+			f.Type = Gauge
+		}
+		f.Name, f.OMName = name, name
+		f.Help = md.OneLine
+		f.UCUM = "" // values are not converted
+		f.integer = d.Type != semantics.TypeFloat && d.Type != semantics.TypeDouble
+		return f, ""
+	}
+	f.Help = helpText(md)
+	switch {
+	case d.Type == semantics.TypeString:
+		f.Type = Info
+		f.UCUM = ""
+		f.OMName = strings.TrimSuffix(name, "_info")
+		f.Name = f.OMName + "_info"
+		return f, ""
+	case d.Sem == semantics.SemCounter:
+		f.Type = Counter
+	default:
+		f.Type = Gauge
+	}
+	f.Scale, f.mul, f.div = unit.Scale, unit.Mul, unit.Div
+	f.integer = unit.Scale == 1 && d.Type != semantics.TypeFloat && d.Type != semantics.TypeDouble
+	f.Name, f.OMName, f.Unit = promNames(name, f.Type, unit.Suffix)
+	if !renamed {
+		// promtool's lint: "metric name should not include type"; the name
+		// keeping the word stays as the fallback for a clash.
+		if short := dropTypeWord(name, f.Type.String()); short != name {
+			f.altName, f.altOMName = f.Name, f.OMName
+			f.Name, f.OMName, _ = promNames(short, f.Type, unit.Suffix)
+		}
+	}
+	return f, ""
+}
+
+// promNames returns the sample (text format) name, the OpenMetrics family
+// name and the OpenMetrics unit of a base name.
+func promNames(name string, t Type, suffix string) (text, om, unit string) {
+	if t == Counter {
+		name = strings.TrimSuffix(name, "_total")
+	}
+	name = appendSuffix(name, suffix)
+	if suffix != "" && strings.HasSuffix(name, "_"+suffix) {
+		unit = suffix
+	}
+	text = name
+	if t == Counter {
+		text += "_total"
+	}
+	return text, name, unit
+}
+
+// helpText is the one-line help, else the first line of the long help, else
+// a description built from the descriptor (promtool asks for HELP).
+func helpText(md *source.Metric) string {
+	if md.OneLine != "" {
+		return md.OneLine
+	}
+	if h := strings.TrimSpace(md.Help); h != "" {
+		if i := strings.IndexByte(h, '\n'); i >= 0 {
+			h = strings.TrimSpace(h[:i])
+		}
+		return h
+	}
+	return "PCP metric " + md.Name
+}
+
+// Namespace records the names already taken, to resolve clashes across
+// several MapAll calls (several sources served together).
+type Namespace struct {
+	owner map[string]string // Prometheus name -> PCP name
+}
+
+// clash describes why either name is taken, or returns "".
+func (ns *Namespace) clash(names ...string) string {
+	for _, n := range names {
+		if o, ok := ns.owner[n]; ok {
+			return fmt.Sprintf("%s is already the name of %s", n, o)
+		}
+	}
+	return ""
+}
+
+// MapAll maps a source's metrics. Families come in PCP name order; a metric
+// whose names (text or OpenMetrics family name) are already taken, in ns
+// (which may be nil) or by an earlier metric in PCP name order, is skipped
+// with SkipNameClash and a detail naming the winner.
+func (m *Mapper) MapAll(metrics []source.Metric, ns *Namespace) ([]Family, []Skipped) {
+	if ns == nil {
+		ns = &Namespace{}
+	}
+	if ns.owner == nil {
+		ns.owner = map[string]string{}
+	}
+	idx := make([]int, len(metrics))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return metrics[idx[a]].Name < metrics[idx[b]].Name })
+	var fams []Family
+	var skipped []Skipped
+	for _, i := range idx {
+		md := &metrics[i]
+		f, why := m.Map(md)
+		if why != "" {
+			skipped = append(skipped, Skipped{PCPName: md.Name, Reason: why})
+			continue
+		}
+		clash := ns.clash(f.Name, f.OMName)
+		if clash != "" && f.altName != "" && ns.clash(f.altName, f.altOMName) == "" {
+			f.Name, f.OMName, clash = f.altName, f.altOMName, ""
+		}
+		if clash != "" {
+			skipped = append(skipped, Skipped{md.Name, SkipNameClash, clash})
+			continue
+		}
+		ns.owner[f.Name] = md.Name
+		ns.owner[f.OMName] = md.Name
+		fams = append(fams, f)
+	}
+	return fams, skipped
+}
+
+// Labels returns the sorted label set of one series of f: the metric's PCP
+// labels (with the extra labels below them), overridden by the instance's
+// own labels, plus instname (and instid) for an instance. inst is nil for a
+// singular metric. An info metric's value label is not included.
+func (f *Family) Labels(inst *source.Instance) []LabelPair {
+	var raw []LabelPair
+	raw = append(raw, f.m.extra...)
+	raw = append(raw, f.labels...)
+	if inst != nil {
+		raw = pcpPairs(inst.Labels, raw)
+	}
+	var s labelSet
+	if f.naming == NamingPmproxy {
+		for _, p := range raw {
+			s.set(SanitizeLabelName(p.Name), p.Value)
+		}
+		if inst != nil {
+			if !s.has("instname") {
+				s.set("instname", validUTF8(inst.Name))
+			}
+			if !s.has("instid") {
+				s.set("instid", instIDString(inst.ID))
+			}
+		}
+	} else {
+		own := []string{"instname", "instid"}
+		if f.Type == Info {
+			own = append(own, InfoValueLabel)
+		}
+		for _, p := range raw {
+			n := SanitizeLabelName(p.Name)
+			if reservedLabel(n, own) {
+				n = "pcp_" + n
+			}
+			s.set(n, p.Value)
+		}
+		if inst != nil {
+			s.set("instname", validUTF8(inst.Name))
+			if f.m.cfg.InstID {
+				s.set("instid", instIDString(inst.ID))
+			}
+		}
+	}
+	out := s.sorted()
+	if f.m.keep != nil || f.m.drop != nil {
+		kept := out[:0]
+		for _, p := range out {
+			if (f.m.keep == nil || f.m.keep[p.Name]) && !f.m.drop[p.Name] {
+				kept = append(kept, p)
+			}
+		}
+		out = kept
+	}
+	return out
+}
+
+// Float64 returns a numeric value converted to the family's unit.
+func (f *Family) Float64(v semantics.Value) float64 {
+	x := v.Float64()
+	if f.mul != 1 {
+		x *= f.mul
+	}
+	if f.div != 1 {
+		x /= f.div
+	}
+	return x
+}
+
+// AppendValue appends the text form of a numeric value in the family's unit:
+// integers exactly when no scaling applies, other values as Go's shortest
+// float64 form (as client_golang writes them; the pmproxy naming prints FLOAT
+// with 8 and DOUBLE with 16 significant digits, as pmproxy does), NaN, +Inf,
+// -Inf.
+func (f *Family) AppendValue(b []byte, v semantics.Value) []byte {
+	if f.integer {
+		switch v.Type() {
+		case semantics.Type32, semantics.Type64:
+			return strconv.AppendInt(b, v.Int64(), 10)
+		case semantics.TypeU32, semantics.TypeU64:
+			return strconv.AppendUint(b, v.Uint64(), 10)
+		}
+	}
+	x := f.Float64(v)
+	switch {
+	case math.IsNaN(x):
+		return append(b, "NaN"...)
+	case math.IsInf(x, 1):
+		return append(b, "+Inf"...)
+	case math.IsInf(x, -1):
+		return append(b, "-Inf"...)
+	}
+	if f.naming == NamingPmproxy {
+		if v.Type() == semantics.TypeFloat {
+			return strconv.AppendFloat(b, x, 'g', 8, 64)
+		}
+		return strconv.AppendFloat(b, x, 'g', 16, 64)
+	}
+	return strconv.AppendFloat(b, x, 'g', -1, 64)
+}

@@ -1,0 +1,315 @@
+package mapping
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+type metricBuilder struct{ m source.Metric }
+
+func sourceMetric(name string, d semantics.Desc) *metricBuilder {
+	return &metricBuilder{source.Metric{Name: name, Desc: d}}
+}
+
+var (
+	kbyte    = semantics.Units{DimSpace: 1, ScaleSpace: semantics.SpaceKByte}
+	msec     = semantics.Units{DimTime: 1, ScaleTime: semantics.TimeMSec}
+	usec     = semantics.Units{DimTime: 1, ScaleTime: semantics.TimeUSec}
+	count    = semantics.Units{DimCount: 1}
+	kbPerSec = semantics.Units{DimSpace: 1, DimTime: -1, ScaleSpace: semantics.SpaceKByte, ScaleTime: semantics.TimeSec}
+)
+
+func desc(t semantics.Type, s semantics.Sem, u semantics.Units) semantics.Desc {
+	return semantics.Desc{Type: t, Sem: s, Units: u, InDom: semantics.InDomNull}
+}
+
+func TestFamilyNames(t *testing.T) {
+	cases := []struct {
+		pcp        string
+		d          semantics.Desc
+		naming     Naming
+		name, om   string
+		typ        Type
+		unit       string
+		skip       SkipReason
+		scale      float64
+		help       string
+		oneline    string
+		helpSource string
+	}{
+		{pcp: "disk.dev.read_bytes", d: desc(semantics.TypeU64, semantics.SemCounter, kbyte), name: "disk_dev_read_bytes_total", om: "disk_dev_read_bytes", typ: Counter, unit: "bytes", scale: 1024},
+		{pcp: "kernel.all.cpu.user", d: desc(semantics.TypeU64, semantics.SemCounter, msec), name: "kernel_all_cpu_user_seconds_total", om: "kernel_all_cpu_user_seconds", typ: Counter, unit: "seconds", scale: 1e-3},
+		{pcp: "kernel.all.load", d: desc(semantics.TypeFloat, semantics.SemInstant, semantics.Units{}), name: "kernel_all_load", om: "kernel_all_load", typ: Gauge, scale: 1},
+		{pcp: "hinv.ncpu", d: desc(semantics.Type32, semantics.SemDiscrete, count), name: "hinv_ncpu", om: "hinv_ncpu", typ: Gauge, scale: 1},
+		{pcp: "network.interface.in.bytes", d: desc(semantics.TypeU64, semantics.SemCounter, semantics.Units{DimSpace: 1}), name: "network_interface_in_bytes_total", om: "network_interface_in_bytes", typ: Counter, unit: "bytes", scale: 1},
+		{pcp: "disk.dev.read_bytes_rate", d: desc(semantics.TypeDouble, semantics.SemInstant, kbPerSec), name: "disk_dev_read_bytes_rate_bytes_per_second", om: "disk_dev_read_bytes_rate_bytes_per_second", typ: Gauge, unit: "bytes_per_second", scale: 1024},
+		{pcp: "disk.read_bytes", d: desc(semantics.TypeDouble, semantics.SemInstant, kbPerSec), name: "disk_read_bytes_per_second", om: "disk_read_bytes_per_second", typ: Gauge, unit: "bytes_per_second", scale: 1024},
+		{pcp: "app.requests_total", d: desc(semantics.TypeU64, semantics.SemCounter, count), name: "app_requests_total", om: "app_requests", typ: Counter, scale: 1},
+		{pcp: "i64.x10", d: desc(semantics.Type64, semantics.SemCounter, semantics.Units{DimCount: 1, ScaleCount: 3}), name: "i64_x10_total", om: "i64_x10", typ: Counter, scale: 1000},
+		{pcp: "kernel.uname.release", d: desc(semantics.TypeString, semantics.SemDiscrete, semantics.Units{}), name: "kernel_uname_release_info", om: "kernel_uname_release", typ: Info, scale: 1},
+		{pcp: "app.build_info", d: desc(semantics.TypeString, semantics.SemDiscrete, semantics.Units{}), name: "app_build_info", om: "app_build", typ: Info, scale: 1},
+		{pcp: "mmv.app.elapsed", d: desc(semantics.Type64, semantics.SemCounter, usec), name: "mmv_app_elapsed_seconds_total", om: "mmv_app_elapsed_seconds", typ: Counter, unit: "seconds", scale: 1e-6},
+		// promtool lint: no type word in the name.
+		{pcp: "mmv.corpusv3.stats.labelled.counter", d: desc(semantics.TypeU32, semantics.SemCounter, count), name: "mmv_corpusv3_stats_labelled_total", om: "mmv_corpusv3_stats_labelled", typ: Counter, scale: 1},
+		{pcp: "mmv.corpusv3.stats.labelled.gauge", d: desc(semantics.TypeFloat, semantics.SemInstant, semantics.Units{DimSpace: 1, ScaleSpace: semantics.SpaceGByte}), name: "mmv_corpusv3_stats_labelled_bytes", om: "mmv_corpusv3_stats_labelled_bytes", typ: Gauge, unit: "bytes", scale: 1 << 30},
+		// Characters outside [a-zA-Z0-9_:].
+		{pcp: "a-b.c d.é", d: desc(semantics.Type32, semantics.SemInstant, semantics.Units{}), name: "a_b_c_d__", om: "a_b_c_d__", typ: Gauge, scale: 1},
+		{pcp: "9lives", d: desc(semantics.Type32, semantics.SemInstant, semantics.Units{}), name: "_9lives", om: "_9lives", typ: Gauge, scale: 1},
+		// Skipped types.
+		{pcp: "x.agg", d: desc(semantics.TypeAggregate, semantics.SemInstant, semantics.Units{}), skip: SkipAggregate},
+		{pcp: "x.aggs", d: desc(semantics.TypeAggregateStatic, semantics.SemInstant, semantics.Units{}), skip: SkipAggregate},
+		{pcp: "x.event", d: desc(semantics.TypeEvent, semantics.SemInstant, semantics.Units{}), skip: SkipEvent},
+		{pcp: "x.hrevent", d: desc(semantics.TypeHighresEvent, semantics.SemInstant, semantics.Units{}), skip: SkipEvent},
+		{pcp: "x.nosup", d: desc(semantics.TypeNoSupport, semantics.SemInstant, semantics.Units{}), skip: SkipUnsupported},
+		// pmproxy naming: no conversion, no suffix, no _total, strings omitted.
+		{pcp: "disk.dev.read_bytes", naming: NamingPmproxy, d: desc(semantics.TypeU64, semantics.SemCounter, kbyte), name: "disk_dev_read_bytes", om: "disk_dev_read_bytes", typ: Counter, scale: 1},
+		{pcp: "kernel.all.cpu.user", naming: NamingPmproxy, d: desc(semantics.TypeU64, semantics.SemCounter, msec), name: "kernel_all_cpu_user", om: "kernel_all_cpu_user", typ: Counter, scale: 1},
+		{pcp: "mmv.x.counter", naming: NamingPmproxy, d: desc(semantics.TypeU64, semantics.SemCounter, count), name: "mmv_x_counter", om: "mmv_x_counter", typ: Counter, scale: 1},
+		{pcp: "hinv.ncpu", naming: NamingPmproxy, d: desc(semantics.Type32, semantics.SemDiscrete, count), name: "hinv_ncpu", om: "hinv_ncpu", typ: Gauge, scale: 1},
+		{pcp: "kernel.uname.release", naming: NamingPmproxy, d: desc(semantics.TypeString, semantics.SemDiscrete, semantics.Units{}), skip: SkipString},
+		{pcp: "x.event", naming: NamingPmproxy, d: desc(semantics.TypeEvent, semantics.SemInstant, semantics.Units{}), skip: SkipEvent},
+		// HELP: one-line help, else the first line of the long help, else generated.
+		{pcp: "h.one", d: desc(semantics.Type32, semantics.SemInstant, semantics.Units{}), oneline: "one line", helpSource: "long\nhelp", name: "h_one", om: "h_one", typ: Gauge, scale: 1, help: "one line"},
+		{pcp: "h.long", d: desc(semantics.Type32, semantics.SemInstant, semantics.Units{}), helpSource: "long\nhelp", name: "h_long", om: "h_long", typ: Gauge, scale: 1, help: "long"},
+		{pcp: "h.none", d: desc(semantics.Type32, semantics.SemInstant, semantics.Units{}), name: "h_none", om: "h_none", typ: Gauge, scale: 1, help: "PCP metric h.none"},
+		{pcp: "h.none", naming: NamingPmproxy, d: desc(semantics.Type32, semantics.SemInstant, semantics.Units{}), name: "h_none", om: "h_none", typ: Gauge, scale: 1, help: ""},
+	}
+	for _, c := range cases {
+		n := c.naming
+		m, err := New(nil, Options{Naming: &n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := source.Metric{Name: c.pcp, Desc: c.d, OneLine: c.oneline, Help: c.helpSource}
+		f, why := m.Map(&md)
+		if why != c.skip {
+			t.Errorf("%s (%s): skip %q, want %q", c.pcp, n, why, c.skip)
+			continue
+		}
+		if why != "" {
+			continue
+		}
+		if f.Name != c.name || f.OMName != c.om || f.Type != c.typ || f.Unit != c.unit || f.Scale != c.scale {
+			t.Errorf("%s (%s): got name %q om %q type %s unit %q scale %v, want %q %q %s %q %v",
+				c.pcp, n, f.Name, f.OMName, f.Type, f.Unit, f.Scale, c.name, c.om, c.typ, c.unit, c.scale)
+		}
+		if c.help != "" || c.naming == NamingPmproxy {
+			if f.Help != c.help {
+				t.Errorf("%s (%s): help %q, want %q", c.pcp, n, f.Help, c.help)
+			}
+		}
+	}
+}
+
+func TestMapAllClashes(t *testing.T) {
+	metrics := []source.Metric{
+		{Name: "types.double_counter", Desc: desc(semantics.TypeDouble, semantics.SemCounter, msec)},
+		{Name: "types.double", Desc: desc(semantics.TypeDouble, semantics.SemInstant, semantics.Units{DimTime: 1})},
+		{Name: "a.b", Desc: desc(semantics.Type32, semantics.SemInstant, semantics.Units{})},
+		{Name: "a-b", Desc: desc(semantics.Type32, semantics.SemInstant, semantics.Units{})},
+		{Name: "a_b", Desc: desc(semantics.Type32, semantics.SemInstant, semantics.Units{})},
+		{Name: "x.agg", Desc: desc(semantics.TypeAggregate, semantics.SemInstant, semantics.Units{})},
+	}
+	m, _ := New(nil, Options{})
+	for round := 0; round < 2; round++ {
+		fams, skipped := m.MapAll(metrics, nil)
+		var names []string
+		for _, f := range fams {
+			names = append(names, f.PCPName+"="+f.Name)
+		}
+		want := []string{"a-b=a_b", "types.double=types_double_seconds", "types.double_counter=types_double_counter_seconds_total"}
+		if !reflect.DeepEqual(names, want) {
+			t.Errorf("families %v, want %v", names, want)
+		}
+		wantSkip := []Skipped{
+			{"a.b", SkipNameClash, "a_b is already the name of a-b"},
+			{"a_b", SkipNameClash, "a_b is already the name of a-b"},
+			{"x.agg", SkipAggregate, ""},
+		}
+		if !reflect.DeepEqual(skipped, wantSkip) {
+			t.Errorf("skipped %+v, want %+v", skipped, wantSkip)
+		}
+		// The same answer whatever the input order.
+		metrics[0], metrics[len(metrics)-1] = metrics[len(metrics)-1], metrics[0]
+	}
+	// Across sources with one Namespace: the first source keeps the name.
+	var ns Namespace
+	m.MapAll(metrics[:2], &ns)
+	fams, skipped := m.MapAll([]source.Metric{{Name: "types.double", Desc: desc(semantics.TypeDouble, semantics.SemInstant, semantics.Units{DimTime: 1})}}, &ns)
+	if len(fams) != 0 || len(skipped) != 1 || skipped[0].Reason != SkipNameClash {
+		t.Errorf("second source: %v %v", fams, skipped)
+	}
+}
+
+func lbl(level semantics.LabelType, name, value string) semantics.Label {
+	return semantics.Label{Name: name, Value: value, Flags: level}
+}
+
+func TestLabels(t *testing.T) {
+	md := source.Metric{Name: "m.x", Desc: semantics.Desc{Type: semantics.TypeU32, Sem: semantics.SemCounter, InDom: semantics.NewInDom(70, 1)},
+		Labels: semantics.LabelSet{
+			lbl(semantics.LabelItem, "__name__", `"evil"`),
+			lbl(semantics.LabelItem, "agent", `"mmv"`),
+			lbl(semantics.LabelContext, "hostname", `"vm"`),
+			lbl(semantics.LabelItem, "instance", `"i"`),
+			lbl(semantics.LabelItem, "instname", `"pcp says"`),
+			lbl(semantics.LabelItem, "job", `"j"`),
+			lbl(semantics.LabelCluster, "limits", `{"hi":1.5,"lo":0}`),
+			lbl(semantics.LabelItem, "nothing", `null`),
+			lbl(semantics.LabelItem, "num", `42`),
+			lbl(semantics.LabelItem, "flag", `false`),
+			lbl(semantics.LabelItem, "tags", `["a", "b",3]`),
+			lbl(semantics.LabelItem, "weird-name.x", `"tab\there \"q\" \u00e9 \\"`),
+		}}
+	inst := source.Instance{ID: 20, Name: "green light", Labels: semantics.LabelSet{lbl(semantics.LabelInstances, "agent", `"override"`), lbl(semantics.LabelInstances, "wavelength_nm", `530`)}}
+	m, _ := New(nil, Options{})
+	f, _ := m.Map(&md)
+	got := f.Labels(&inst)
+	want := []LabelPair{
+		{"agent", "override"}, {"flag", "false"}, {"hostname", "vm"}, {"instname", "green light"},
+		{"limits_hi", "1.5"}, {"limits_lo", "0"}, {"nothing", "null"}, {"num", "42"},
+		{"pcp___name__", "evil"}, {"pcp_instance", "i"}, {"pcp_instname", "pcp says"}, {"pcp_job", "j"},
+		{"tags", `["a","b",3]`}, {"wavelength_nm", "530"}, {"weird_name_x", "tab\there \"q\" é \\"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("default labels:\n got %v\nwant %v", got, want)
+	}
+	// Singular: no instname.
+	if got := f.Labels(nil); len(got) != len(want)-2 {
+		t.Errorf("singular labels %v", got)
+	}
+	// pmproxy keeps PCP's instname, adds instid, and no pcp_ prefix.
+	p := NamingPmproxy
+	mp, _ := New(nil, Options{Naming: &p})
+	fp, _ := mp.Map(&md)
+	gotp := fp.Labels(&inst)
+	wantp := []LabelPair{
+		{"__name__", "evil"}, {"agent", "override"}, {"flag", "false"}, {"hostname", "vm"}, {"instance", "i"}, {"instid", "20"}, {"instname", "pcp says"},
+		{"job", "j"}, {"limits_hi", "1.5"}, {"limits_lo", "0"}, {"nothing", "null"}, {"num", "42"},
+		{"tags", `["a","b",3]`}, {"wavelength_nm", "530"}, {"weird_name_x", "tab\there \"q\" é \\"},
+	}
+	if !reflect.DeepEqual(gotp, wantp) {
+		t.Errorf("pmproxy labels:\n got %v\nwant %v", gotp, wantp)
+	}
+	// Info metrics reserve "value"; instid on request; keep/drop.
+	cfg, err := ParseConfig([]byte("instid: true\ndrop_labels: [hostname]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mi, _ := New(cfg, Options{ExtraLabels: []LabelPair{{"hostname", "extra"}, {"domainname", "d"}}})
+	sd := source.Metric{Name: "m.s", Desc: desc(semantics.TypeString, semantics.SemDiscrete, semantics.Units{}), Labels: semantics.LabelSet{lbl(semantics.LabelItem, "value", `"v"`)}}
+	fi, _ := mi.Map(&sd)
+	goti := fi.Labels(&source.Instance{ID: -5, Name: "bad\xffutf8"})
+	wanti := []LabelPair{{"domainname", "d"}, {"instid", "-5"}, {"instname", "bad\uFFFDutf8"}, {"pcp_value", "v"}}
+	if !reflect.DeepEqual(goti, wanti) {
+		t.Errorf("info labels:\n got %v\nwant %v", goti, wanti)
+	}
+	cfg, _ = ParseConfig([]byte("keep_labels: [instname, num]\n"))
+	mk, _ := New(cfg, Options{})
+	fk, _ := mk.Map(&md)
+	if got := fk.Labels(&inst); !reflect.DeepEqual(got, []LabelPair{{"instname", "green light"}, {"num", "42"}}) {
+		t.Errorf("keep_labels: %v", got)
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	cases := []struct{ in, metric, label string }{
+		{"kernel.all.load", "kernel_all_load", "kernel_all_load"},
+		{"a:b", "a:b", "a_b"},
+		{"", "_", "_"},
+		{"0abc", "_0abc", "_0abc"},
+		{"café✓", "caf__", "caf__"},
+		{"x\xff\xfey", "x__y", "x__y"},
+		{"A_z09", "A_z09", "A_z09"},
+	}
+	for _, c := range cases {
+		if got := SanitizeMetricName(c.in); got != c.metric {
+			t.Errorf("SanitizeMetricName(%q) = %q, want %q", c.in, got, c.metric)
+		}
+		if got := SanitizeLabelName(c.in); got != c.label {
+			t.Errorf("SanitizeLabelName(%q) = %q, want %q", c.in, got, c.label)
+		}
+	}
+	// Every byte: the result is always a valid name.
+	for b := 0; b < 256; b++ {
+		s := "a" + string([]byte{byte(b)}) + "z"
+		n := SanitizeMetricName(s)
+		for i := 0; i < len(n); i++ {
+			if !validNameByte(n[i], true, i == 0) {
+				t.Fatalf("byte %#x: %q is not a valid metric name", b, n)
+			}
+		}
+		if strings.Count(n, "") != 4 {
+			t.Errorf("byte %#x: %q", b, n)
+		}
+	}
+}
+
+func TestLabelValueEveryByte(t *testing.T) {
+	// A JSON string label value holding any byte (escaped as JSON requires)
+	// comes out as valid UTF-8 with that character.
+	for b := 0; b < 128; b++ {
+		raw := `"a` + jsonEscape(byte(b)) + `z"`
+		got := labelValue(raw)
+		if want := "a" + string(rune(b)) + "z"; got != want {
+			t.Errorf("byte %#x: %q -> %q, want %q", b, raw, got, want)
+		}
+	}
+	for b := 128; b < 256; b++ {
+		got := labelValue(`"a` + string([]byte{byte(b)}) + `z"`)
+		if got != "a\uFFFDz" {
+			t.Errorf("byte %#x: %q", b, got)
+		}
+	}
+}
+
+func jsonEscape(b byte) string {
+	switch {
+	case b == '"':
+		return `\"`
+	case b == '\\':
+		return `\\`
+	case b < 0x20:
+		return `\u00` + string("0123456789abcdef"[b>>4]) + string("0123456789abcdef"[b&15])
+	}
+	return string([]byte{b})
+}
+
+func TestInstrument(t *testing.T) {
+	m, _ := New(nil, Options{})
+	cases := []struct {
+		md   source.Metric
+		want Instrument
+	}{
+		{source.Metric{Name: "disk.dev.read_bytes", Desc: desc(semantics.TypeU64, semantics.SemCounter, kbyte), OneLine: "h"},
+			Instrument{Name: "disk.dev.read_bytes", Unit: "By", Description: "h", Kind: KindSum, Monotonic: true, Scale: 1024}},
+		{source.Metric{Name: "kernel.all.load", Desc: desc(semantics.TypeFloat, semantics.SemInstant, semantics.Units{}), OneLine: "l"},
+			Instrument{Name: "kernel.all.load", Unit: "1", Description: "l", Kind: KindGauge, Scale: 1}},
+		{source.Metric{Name: "x.rate", Desc: desc(semantics.TypeDouble, semantics.SemInstant, kbPerSec), OneLine: "r"},
+			Instrument{Name: "x.rate", Unit: "By/s", Description: "r", Kind: KindGauge, Scale: 1024}},
+		{source.Metric{Name: "x.count", Desc: desc(semantics.TypeU64, semantics.SemCounter, count), OneLine: "c"},
+			Instrument{Name: "x.count", Unit: "{count}", Description: "c", Kind: KindSum, Monotonic: true, Scale: 1}},
+		{source.Metric{Name: "kernel.uname.release", Desc: desc(semantics.TypeString, semantics.SemDiscrete, semantics.Units{}), OneLine: "s"},
+			Instrument{Name: "kernel.uname.release", Unit: "1", Description: "s", Kind: KindGauge, Scale: 1, String: true}},
+	}
+	for _, c := range cases {
+		got, why := m.Instrument(&c.md)
+		if why != "" || got != c.want {
+			t.Errorf("%s: %+v %q, want %+v", c.md.Name, got, why, c.want)
+		}
+	}
+	md := source.Metric{Name: "m", Labels: semantics.LabelSet{
+		lbl(semantics.LabelContext, "hostname", `"vm"`), lbl(semantics.LabelContext, "machineid", `"abc"`),
+		lbl(semantics.LabelDomain, "agent", `"mmv"`), lbl(semantics.LabelItem, "unit_hint", `"ns"`)}}
+	res, attrs := Attributes(&md, &source.Instance{ID: 3, Name: "three"})
+	if !reflect.DeepEqual(res, []LabelPair{{"host.name", "vm"}, {"host.id", "abc"}}) {
+		t.Errorf("resource %v", res)
+	}
+	if !reflect.DeepEqual(attrs, []LabelPair{{"agent", "mmv"}, {"instid", "3"}, {"instname", "three"}, {"unit_hint", "ns"}}) {
+		t.Errorf("attributes %v", attrs)
+	}
+}

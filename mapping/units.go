@@ -1,0 +1,193 @@
+package mapping
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+)
+
+// Unit is the base unit a PCP pmUnits converts to: the factor that turns a
+// PCP value into that unit, the Prometheus name suffix ("bytes", "seconds",
+// "bytes_per_second", "" when dimensionless) and the UCUM unit used by
+// OpenTelemetry ("By", "s", "By/s", "{count}", "1").
+type Unit struct {
+	// Scale is Mul/Div: values convert as v*Mul/Div, which keeps exact
+	// decimal results such as 18446744073709551615 millisec =
+	// 1.8446744073709552e16 s (a multiplication by 1e-3 would not).
+	Scale    float64
+	Mul, Div float64
+	Suffix   string
+	UCUM     string
+}
+
+// factor multiplies the unit's Mul or Div by f^dim.
+func (u *Unit) factor(f float64, dim int) {
+	if dim < 0 {
+		f, dim = 1/f, -dim
+	}
+	for ; dim > 0; dim-- {
+		if f >= 1 {
+			u.Mul *= f
+		} else {
+			u.Div *= math.Round(1 / f)
+		}
+	}
+}
+
+// spaceFactor is 1024^s for PCP space scales (byte ... Ybyte).
+func spaceFactor(s uint8) float64 { return math.Ldexp(1, 10*int(s)) }
+
+// timeFactors converts PCP time scales (nsec ... hour) to seconds.
+var timeFactors = [...]float64{1e-9, 1e-6, 1e-3, 1, 60, 3600}
+
+// singular words used after "per".
+var singular = map[string]string{"bytes": "byte", "seconds": "second", "volts": "volt", "amperes": "ampere", "watts": "watt"}
+
+// extra (PCP 7.2) unit words: Prometheus word, UCUM, and factors per scale.
+type extraKind struct {
+	word, ucum string
+	factors    map[uint8]float64 // scale -> factor to the base unit
+	words      map[uint8]string  // scale -> word when no conversion exists
+}
+
+var extraKinds = map[int8]extraKind{
+	1: {word: "celsius", ucum: "Cel", factors: map[uint8]float64{1: 1},
+		words: map[uint8]string{2: "fahrenheit", 3: "kelvin"}},
+	2: {word: "volts", ucum: "V", factors: map[uint8]float64{1: 1, 2: 1e-3, 3: 1e-6}},
+	3: {word: "amperes", ucum: "A", factors: map[uint8]float64{1: 1, 2: 1e-3, 3: 1e-6}},
+	4: {word: "watts", ucum: "W", factors: map[uint8]float64{1: 1e3, 2: 1, 3: 1e-3, 4: 1e-6}},
+}
+
+var powWords = map[int]string{2: "squared", 3: "cubed"}
+
+type unitTerm struct {
+	word, ucum string
+	dim        int
+}
+
+// BaseUnit returns the base unit of u and the factor from PCP's scale to it.
+// Space goes to bytes (scales are powers of 1024), time to seconds, counts
+// have their 10^n scale applied and no suffix; a negative dimension puts the
+// term after "per" ("Kbyte / sec" is bytes_per_second, By/s).
+func BaseUnit(u semantics.Units) Unit {
+	res := Unit{Mul: 1, Div: 1}
+	var terms []unitTerm
+	if u.ExtraUnit != 0 {
+		d := 1
+		if u.ExtraUnit < 0 {
+			d = -1
+		}
+		k, ok := extraKinds[abs8(u.ExtraUnit)]
+		word, ucum := "extra_"+strconv.Itoa(int(abs8(u.ExtraUnit))), "{extra}"
+		if ok {
+			word, ucum = k.word, k.ucum
+			if f, ok := k.factors[u.ExtraScale]; ok {
+				res.factor(f, d)
+			} else if w, ok := k.words[u.ExtraScale]; ok {
+				word = w
+				ucum = map[string]string{"fahrenheit": "[degF]", "kelvin": "K"}[w]
+			}
+		}
+		terms = append(terms, unitTerm{word, ucum, d})
+	}
+	if u.DimSpace != 0 {
+		res.factor(spaceFactor(u.ScaleSpace), int(u.DimSpace))
+		terms = append(terms, unitTerm{"bytes", "By", int(u.DimSpace)})
+	}
+	if u.DimTime != 0 {
+		f := 1.0
+		if int(u.ScaleTime) < len(timeFactors) {
+			f = timeFactors[u.ScaleTime]
+		}
+		res.factor(f, int(u.DimTime))
+		terms = append(terms, unitTerm{"seconds", "s", int(u.DimTime)})
+	}
+	if u.DimCount != 0 {
+		res.factor(math.Pow(10, float64(u.ScaleCount)), int(u.DimCount))
+		terms = append(terms, unitTerm{"", "{count}", int(u.DimCount)})
+	}
+	var num, den []string
+	var unum, uden []string
+	for _, t := range terms {
+		d := t.dim
+		if d < 0 {
+			d = -d
+		}
+		w, uc := t.word, t.ucum
+		if d != 1 {
+			if uc != "{count}" {
+				uc += strconv.Itoa(d)
+			}
+			if w != "" {
+				pw, ok := powWords[d]
+				if !ok {
+					pw = "pow" + strconv.Itoa(d)
+				}
+				w += "_" + pw
+			}
+		}
+		if t.dim > 0 {
+			if w != "" {
+				num = append(num, w)
+			}
+			unum = append(unum, uc)
+		} else {
+			if w == "" {
+				w = "count"
+			} else if sw, ok := singular[t.word]; ok && d == 1 {
+				w = sw
+			}
+			den = append(den, w)
+			uden = append(uden, uc)
+		}
+	}
+	suffix := strings.Join(num, "_")
+	if len(den) > 0 {
+		if suffix != "" {
+			suffix += "_"
+		}
+		suffix += "per_" + strings.Join(den, "_per_")
+	}
+	ucum := strings.Join(unum, ".")
+	if len(uden) > 0 {
+		if ucum == "" {
+			ucum = "1"
+		}
+		ucum += "/" + strings.Join(uden, "/")
+	}
+	if ucum == "" {
+		ucum = "1"
+	}
+	res.Scale = res.Mul / res.Div
+	res.Suffix, res.UCUM = suffix, ucum
+	return res
+}
+
+func abs8(x int8) int8 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// appendSuffix appends "_"+suffix to name unless name already ends with it.
+// When name ends with a leading part of the suffix ("read_bytes" and
+// "bytes_per_second"), only the rest is appended ("read_bytes_per_second").
+func appendSuffix(name, suffix string) string {
+	if suffix == "" {
+		return name
+	}
+	words := strings.Split(suffix, "_")
+	for k := len(words); k >= 1; k-- {
+		head := strings.Join(words[:k], "_")
+		if name == head || strings.HasSuffix(name, "_"+head) {
+			if k == len(words) {
+				return name
+			}
+			return name + "_" + strings.Join(words[k:], "_")
+		}
+	}
+	return name + "_" + suffix
+}
