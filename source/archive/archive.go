@@ -350,15 +350,19 @@ func (a *Archive) metricLabels(m *meta, d semantics.Desc) semantics.LabelSet {
 }
 
 // InstanceLabels returns the instance labels (PM_LABEL_INSTANCES) of an
-// instance domain in force at the end, by instance id.
+// instance domain in force at the end, by instance id. Writers may put the
+// instances of one indom in separate records: for each instance the newest
+// set wins.
 func (a *Archive) InstanceLabels(indom semantics.InDom) map[int32]semantics.LabelSet {
-	sets := a.state().meta.latestLabels(semantics.LabelInstances, uint32(indom))
-	if len(sets) == 0 {
+	recs := a.state().meta.labels[labelKey{semantics.LabelInstances, uint32(indom)}]
+	if len(recs) == 0 {
 		return nil
 	}
-	out := make(map[int32]semantics.LabelSet, len(sets))
-	for _, s := range sets {
-		out[int32(s.inst)] = s.labels
+	out := map[int32]semantics.LabelSet{}
+	for _, r := range recs {
+		for _, s := range r.sets {
+			out[int32(s.inst)] = s.labels
+		}
 	}
 	return out
 }

@@ -1,0 +1,352 @@
+package archive
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+const corpus = "../../testdata/pcp-corpus"
+
+// manifestRows returns (archive, output) of manifest.tsv rows of tool whose
+// arguments satisfy match. Paths are relative to the corpus root.
+func manifestRows(t testing.TB, tool string, match func(args string) bool) [][2]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(corpus, "manifest.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out [][2]string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		c := strings.Split(sc.Text(), "\t")
+		if len(c) >= 6 && c[1] == tool && match(c[2]) && c[4] == "-" {
+			out = append(out, [2]string{c[0], c[3]})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no %s rows in manifest.tsv", tool)
+	}
+	return out
+}
+
+// RecordRows returns the rows pmfetch_interp.py -U prints for an archive:
+// sample,time,metric,inst,inst_name,type,value,status (without the header),
+// rows of one record sorted by metric name then instance.
+func recordRows(t testing.TB, a *Archive) [][]string {
+	var rows [][]string
+	r := a.Records()
+	defer r.Close()
+	typeWord := map[semantics.Type]string{0: "32", 1: "U32", 2: "64", 3: "U64", 4: "FLOAT", 5: "DOUBLE", 6: "STRING"}
+	names := map[semantics.InDom]map[int32]string{}
+	sample := 0
+	for r.Next() {
+		rec := r.Record()
+		ts := fmt.Sprintf("%d.%09d", rec.Time.Unix(), rec.Time.Nanosecond())
+		if rec.Mark {
+			rows = append(rows, []string{strconv.Itoa(sample), ts, "", "", "", "", "", "<mark> (numpmid 0)"})
+		}
+		type row struct {
+			name string
+			inst int64
+			cols []string
+		}
+		var rr []row
+		for _, s := range rec.Sets {
+			d, _ := a.Desc(s.PMID)
+			name := a.Name(s.PMID)
+			tw := typeWord[d.Type]
+			if tw == "" {
+				tw = strconv.Itoa(int(d.Type))
+			}
+			base := []string{strconv.Itoa(sample), ts, name}
+			if s.Err != nil || len(s.Values) == 0 {
+				st := "no values"
+				if s.Err != nil {
+					st = s.Err.Error()
+				}
+				rr = append(rr, row{name, 0, append(base, "", "", tw, "", st)})
+				continue
+			}
+			for _, v := range s.Values {
+				iname := ""
+				if d.InDom != semantics.InDomNull {
+					m := names[d.InDom]
+					if m == nil {
+						m = map[int32]string{}
+						for _, in := range a.Instances(d.InDom) {
+							m[in.ID] = in.Name
+						}
+						names[d.InDom] = m
+					}
+					iname = m[v.Inst]
+				}
+				rr = append(rr, row{name, int64(v.Inst), append(base, strconv.Itoa(int(v.Inst)), iname, tw, valueText(v.Value), "ok")})
+			}
+		}
+		sort.SliceStable(rr, func(i, j int) bool {
+			if rr[i].name != rr[j].name {
+				return rr[i].name < rr[j].name
+			}
+			return rr[i].inst < rr[j].inst
+		})
+		for _, x := range rr {
+			rows = append(rows, x.cols)
+		}
+		sample++
+	}
+	if err := r.Err(); err != nil {
+		t.Fatalf("%s: %v", a.Path(), err)
+	}
+	return rows
+}
+
+// valueText formats like pmfetch_interp.py: integers exact, floats widened to
+// double and printed by Python repr (compared numerically, see sameValue).
+func valueText(v semantics.Value) string {
+	switch v.Type() {
+	case semantics.TypeFloat:
+		return strconv.FormatFloat(float64(v.Float32()), 'g', -1, 64)
+	case semantics.TypeDouble:
+		return strconv.FormatFloat(v.Float64(), 'g', -1, 64)
+	case semantics.TypeString:
+		return strings.ToValidUTF8(v.Str(), "\uFFFD")
+	}
+	return string(semantics.AppendJSON(nil, v))
+}
+
+func sameValue(typ, want, got string) bool {
+	if typ != "FLOAT" && typ != "DOUBLE" || want == "" && got == "" {
+		return want == got
+	}
+	w, err1 := strconv.ParseFloat(want, 64)
+	g, err2 := strconv.ParseFloat(got, 64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if math.IsNaN(w) {
+		return math.IsNaN(g)
+	}
+	return math.Float64bits(w) == math.Float64bits(g)
+}
+
+func readCSV(t testing.TB, path string) [][]string {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	rows, err := r.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows[1:]
+}
+
+// TestRecordsMatchCorpus reads every archive of the corpus and compares every
+// record with the records.csv answer of libpcp (pmFetchHighResArchive).
+func TestRecordsMatchCorpus(t *testing.T) {
+	rows := manifestRows(t, "pmfetch_interp", func(a string) bool { return strings.HasPrefix(a, "-U ") })
+	for _, mr := range rows {
+		t.Run(mr[0], func(t *testing.T) {
+			a, err := Open(filepath.Join(corpus, mr[0]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			want := readCSV(t, filepath.Join(corpus, mr[1]))
+			got := recordRows(t, a)
+			if len(got) != len(want) {
+				t.Errorf("%d rows, want %d", len(got), len(want))
+			}
+			bad := 0
+			for i := 0; i < len(got) && i < len(want); i++ {
+				w, g := want[i], got[i]
+				ok := len(w) == 8 && w[0] == g[0] && w[1] == g[1] && w[2] == g[2] && w[3] == g[3] &&
+					w[4] == g[4] && w[5] == g[5] && w[7] == g[7] && sameValue(w[5], w[6], g[6])
+				if !ok {
+					t.Errorf("row %d:\n got %q\nwant %q", i+1, g, w)
+					if bad++; bad > 5 {
+						t.FailNow()
+					}
+				}
+			}
+		})
+	}
+}
+
+// pminfoMetric is one metric of `pminfo -dmTtl` output.
+type pminfoMetric struct {
+	name, pmid, oneline, help, typ, indom, sem, units, labels string
+	insts                                                     map[string]string // "[id or \"name\"]" -> labels
+}
+
+var (
+	reHeader = regexp.MustCompile(`^(\S+) PMID: (\S+) (.*)$`)
+	reType   = regexp.MustCompile(`^    Data Type: (.*)  InDom: (\S+) 0x[0-9a-f]+$`)
+	reSem    = regexp.MustCompile(`^    Semantics: (\S+)  Units: (.*)$`)
+	reInst   = regexp.MustCompile(`^    inst (\[.*\]) labels (\{.*\})$`)
+)
+
+func parsePminfo(t testing.TB, path string) []*pminfoMetric {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*pminfoMetric
+	var cur *pminfoMetric
+	var help []string
+	inHelp := false
+	flush := func() {
+		if cur != nil {
+			cur.help = strings.TrimRight(strings.Join(help, "\n"), "\n")
+		}
+		help, inHelp = nil, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// a header line; within help text only after a blank separator line
+		if m := reHeader.FindStringSubmatch(line); m != nil && (!inHelp || len(help) > 0 && help[len(help)-1] == "") {
+			flush()
+			cur = &pminfoMetric{name: m[1], pmid: m[2], insts: map[string]string{}}
+			if strings.HasPrefix(m[3], "[") && strings.HasSuffix(m[3], "]") {
+				cur.oneline = m[3][1 : len(m[3])-1]
+			}
+			out = append(out, cur)
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		if m := reInst.FindStringSubmatch(line); m != nil {
+			inHelp = false
+			cur.insts[m[1]] = m[2]
+			continue
+		}
+		if inHelp {
+			help = append(help, line)
+			continue
+		}
+		switch {
+		case reType.MatchString(line):
+			m := reType.FindStringSubmatch(line)
+			cur.typ, cur.indom = m[1], m[2]
+		case reSem.MatchString(line):
+			m := reSem.FindStringSubmatch(line)
+			cur.sem, cur.units = m[1], m[2]
+		case strings.HasPrefix(line, "    labels "):
+			cur.labels = strings.TrimPrefix(line, "    labels ")
+		case line == "Help:":
+			inHelp = true
+		}
+	}
+	flush()
+	return out
+}
+
+var pminfoType = map[semantics.Type]string{
+	semantics.Type32: "32-bit int", semantics.TypeU32: "32-bit unsigned int",
+	semantics.Type64: "64-bit int", semantics.TypeU64: "64-bit unsigned int",
+	semantics.TypeFloat: "float", semantics.TypeDouble: "double", semantics.TypeString: "string",
+	semantics.TypeAggregate: "aggregate", semantics.TypeEvent: "event",
+}
+
+// withoutCluster drops cluster labels: pminfo 6.0.3 leaves them out of the
+// merged set of archive metrics (README of the corpus; pmdumplog -e has them).
+func withoutCluster(s semantics.LabelSet) semantics.LabelSet {
+	var out semantics.LabelSet
+	for _, l := range s {
+		if l.Flags&semantics.LabelCluster == 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestMetadataMatchesPminfo compares Metrics and Instances of every corpus
+// archive with `pminfo -dmTtl`.
+func TestMetadataMatchesPminfo(t *testing.T) {
+	rows := manifestRows(t, "pminfo", func(a string) bool { return strings.HasSuffix(a, " -dmTtl") })
+	for _, mr := range rows {
+		t.Run(mr[0], func(t *testing.T) {
+			a, err := Open(filepath.Join(corpus, mr[0]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			byName := map[string]source.Metric{}
+			for _, m := range a.Metrics() {
+				byName[m.Name] = m
+			}
+			want := parsePminfo(t, filepath.Join(corpus, mr[1]))
+			seen := 0
+			for _, w := range want {
+				m, ok := byName[w.name]
+				if !ok {
+					if strings.HasPrefix(w.pmid, "511.0.") { // event.* of the PMNS, not in the archive
+						continue
+					}
+					t.Errorf("%s: missing", w.name)
+					continue
+				}
+				seen++
+				d := m.Desc
+				indom := d.InDom.String()
+				units := d.Units.StringPCP6()
+				if units == "" {
+					units = "none"
+				}
+				help := m.Help
+				if help == "" {
+					help = m.OneLine
+				}
+				got := pminfoMetric{name: m.Name, pmid: d.PMID.String(), oneline: m.OneLine, help: help,
+					typ: pminfoType[d.Type], indom: indom, sem: d.Sem.String(), units: units,
+					labels: withoutCluster(m.Labels).String()}
+				if w.labels == "" {
+					got.labels = ""
+				}
+				g, ww := got, *w
+				g.insts, ww.insts = nil, nil
+				if fmt.Sprint(g) != fmt.Sprint(ww) {
+					t.Errorf("%s:\n got %+v\nwant %+v", w.name, g, ww)
+				}
+				if len(w.insts) > 0 {
+					insts := a.Instances(d.InDom)
+					for _, in := range insts {
+						key := fmt.Sprintf("[%d or %q]", in.ID, in.Name)
+						wl, ok := w.insts[key]
+						if !ok {
+							continue
+						}
+						gl := withoutCluster(semantics.MergeLabels(m.Labels, in.Labels)).String()
+						if gl != wl {
+							t.Errorf("%s %s: labels %s, want %s", w.name, key, gl, wl)
+						}
+						delete(w.insts, key)
+					}
+					for k := range w.insts {
+						t.Errorf("%s: instance %s missing", w.name, k)
+					}
+				}
+			}
+			if seen != len(byName) {
+				t.Errorf("%d metrics in the archive, pminfo shows %d", len(byName), seen)
+			}
+		})
+	}
+}
