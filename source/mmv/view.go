@@ -335,11 +335,20 @@ func (v *view) decodeInDoms(f *loaded, t *toc, log *slog.Logger) {
 func (f *loaded) instanceLabels(serial uint32, inst int32) semantics.LabelSet {
 	var s semantics.LabelSet
 	for _, l := range f.labels {
-		if l.typ == semantics.LabelInstances && l.identity == serial && l.internal == inst {
+		if l.typ == semantics.LabelInstances && l.internal == inst && f.indomLabelMatches(l.identity, serial) {
 			s = mergeLabel(s, l.label)
 		}
 	}
 	return s
+}
+
+// indomLabelMatches applies pmdammv's test for indom and instance labels:
+// (cluster<<11 | identity) must equal the serial of the instance domain,
+// which is 22 bits wide, so these labels are lost when the cluster is 2048
+// or more.
+func (f *loaded) indomLabelMatches(identity, serial uint32) bool {
+	id := f.cluster<<11 | identity
+	return id == semantics.NewInDom(Domain, f.cluster<<11|serial).Serial()
 }
 
 // mergeLabel adds l to the sorted set s, replacing a label of the same name.
@@ -492,7 +501,7 @@ func (f *loaded) metricLabels(item, indom uint32, memo map[[2]uint32]semantics.L
 			}
 			switch typ {
 			case semantics.LabelInDom:
-				if singular(indom) || l.identity != indom {
+				if singular(indom) || !f.indomLabelMatches(l.identity, indom) {
 					continue
 				}
 			case semantics.LabelCluster:
