@@ -151,4 +151,3 @@ func TestPmdammvReadsWriter(t *testing.T) {
 		})
 	}
 }
-
