@@ -43,6 +43,9 @@ func (a *Archive) state() *state { return a.st.Load() }
 // The .meta file is loaded fully; volumes are read incrementally by Readers.
 func Open(path string) (*Archive, error) {
 	base := BaseName(path)
+	if _, err := findFile(path + ".meta"); err == nil {
+		base = path // a base name that ends in ".N", as pmlogger's 20240101.00.10
+	}
 	a := &Archive{base: base}
 	mp, err := findFile(base + ".meta")
 	if err != nil {
