@@ -156,25 +156,34 @@ func (a *Archive) Records() *Reader {
 }
 
 // RecordsFrom returns a Reader positioned with the temporal index at the last
-// index entry at or before t (the start of the archive without one): its
-// first records may lie before t, so a caller needing values before t (the
-// prior observation) finds them there. Without an index entry <= t it starts
-// at the beginning.
+// index entry before t (the start of the archive without one). Every record
+// at or after t follows, and its first records may lie before t, so a caller
+// needing the observation before t (the prior value) finds it there.
 func (a *Archive) RecordsFrom(t time.Time) *Reader {
 	r := a.Records()
 	st := a.state()
-	i := sort.Search(len(st.index), func(i int) bool { return st.index[i].Time.After(t) }) - 1
+	i := sort.Search(len(st.index), func(i int) bool { return !st.index[i].Time.Before(t) }) - 1
 	for ; i >= 0; i-- {
-		e := st.index[i]
-		for vi, v := range st.vols {
-			if int32(v.num) == e.Vol && e.DataOff >= int64(labelSize(a.label.Version)) {
-				r.vi = vi
-				r.start = e.DataOff
-				return r
-			}
+		if a.seek(r, st, st.index[i]) {
+			break
 		}
 	}
 	return r
+}
+
+// seek positions a new Reader at an index entry; false if the entry is unusable.
+func (a *Archive) seek(r *Reader, st *state, e IndexEntry) bool {
+	if e.DataOff < int64(labelSize(a.label.Version)) {
+		return false
+	}
+	for vi, v := range st.vols {
+		if int32(v.num) == e.Vol {
+			r.vi = vi
+			r.start = e.DataOff
+			return true
+		}
+	}
+	return false
 }
 
 // Refresh re-reads what a writer appended since Open or the last Refresh:
@@ -449,4 +458,37 @@ func (a *Archive) withLabels(indom semantics.InDom, insts []source.Instance) []s
 		insts[i].Labels = il[insts[i].ID]
 	}
 	return insts
+}
+
+// End returns the time of the last record of the archive (pmGetArchiveEnd):
+// it scans forward from the last temporal index entry that is followed by a
+// record (the last entry usually points at the end of the data), or from the
+// start without an index. A truncated last record is not counted.
+func (a *Archive) End() (time.Time, error) {
+	st := a.state()
+	for i := len(st.index) - 1; i >= -1; i-- {
+		r := a.Records()
+		if i >= 0 {
+			if !a.seek(r, st, st.index[i]) {
+				continue
+			}
+		}
+		var end time.Time
+		found := false
+		for r.Next() {
+			found = true
+			if t := r.Record().Time; t.After(end) {
+				end = t
+			}
+		}
+		err := r.Err()
+		r.Close()
+		if err != nil {
+			return end, err
+		}
+		if found {
+			return end, nil
+		}
+	}
+	return a.label.Start, nil
 }
