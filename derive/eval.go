@@ -593,6 +593,8 @@ func (b *bnode) evalAggregate() {
 	var acc uint64
 	switch b.op {
 	case OpAvg:
+		// libpcp accumulates (float)v / numval in single precision, in the
+		// order of the operand's instances (so the last bits depend on it)
 		var f float32
 		for _, v := range l.vals {
 			var x float32

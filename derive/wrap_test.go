@@ -17,9 +17,9 @@ import (
 // bind derived metrics and check their descriptors.
 type metaSource struct{ a *archive.Archive }
 
-func (m metaSource) Metrics() []source.Metric                        { return m.a.Metrics() }
-func (m metaSource) Instances(i semantics.InDom) []source.Instance  { return m.a.Instances(i) }
-func (m metaSource) Close() error                                   { return m.a.Close() }
+func (m metaSource) Metrics() []source.Metric                      { return m.a.Metrics() }
+func (m metaSource) Instances(i semantics.InDom) []source.Instance { return m.a.Instances(i) }
+func (m metaSource) Close() error                                  { return m.a.Close() }
 func (m metaSource) Fetch(time.Time, []semantics.PMID, *source.Result) error {
 	return fmt.Errorf("metadata only")
 }
