@@ -114,6 +114,26 @@ func (w *Source) refresh() {
 		return
 	}
 	w.sig = sig
+	w.dm, w.metrics, w.errs = bindAll(base, w.defs)
+	w.byPMID = make(map[semantics.PMID]int, len(w.dm))
+	for i := range w.dm {
+		w.byPMID[w.dm[i].pmid] = i
+	}
+	for _, err := range w.errs {
+		w.logger.Warn(err.Error())
+	}
+}
+
+// Describe returns base (the metrics of a source) with the derived metrics
+// defs added, in name order, as Wrap does, and the semantic errors: for
+// showing derived descriptors without fetching values.
+func Describe(base []source.Metric, defs []Definition) ([]source.Metric, []error) {
+	_, ms, errs := bindAll(base, defs)
+	return ms, errs
+}
+
+// bindAll binds every definition to the metrics of a source.
+func bindAll(base []source.Metric, defs []Definition) ([]derivedMetric, []source.Metric, []error) {
 	descs := make(map[string]semantics.Desc, len(base))
 	for _, m := range base {
 		if _, dup := descs[m.Name]; !dup {
@@ -124,30 +144,27 @@ func (w *Source) refresh() {
 		d, ok := descs[name]
 		return d, ok
 	}
-	w.dm = w.dm[:0]
-	w.errs = nil
-	w.byPMID = map[semantics.PMID]int{}
+	var errs []error
+	dm := make([]derivedMetric, 0, len(defs))
 	metrics := append([]source.Metric(nil), base...)
-	for i, def := range w.defs {
+	for i, def := range defs {
 		m := derivedMetric{def: def, pmid: GlobalPMID(i)}
-		w.byPMID[m.pmid] = len(w.dm)
 		if _, real := descs[def.Name]; !real && def.Expr != nil {
-			if root, ok := bind(def.Expr.Root, lookup, false); !ok {
-				w.logger.Debug("derived metric not defined for this source: an operand is missing", "metric", def.Name)
-			} else if err := check(def.Name, root); err != nil {
-				w.errs = append(w.errs, err)
-				w.logger.Warn(err.Error())
-			} else {
-				root.desc.PMID = m.pmid
-				m.root = root
-				m.operands = operands(root, nil)
-				metrics = append(metrics, source.Metric{Name: def.Name, Desc: root.desc, OneLine: def.OneLine, Help: def.Help})
+			if root, ok := bind(def.Expr.Root, lookup, false); ok {
+				if err := check(def.Name, root); err != nil {
+					errs = append(errs, err)
+				} else {
+					root.desc.PMID = m.pmid
+					m.root = root
+					m.operands = operands(root, nil)
+					metrics = append(metrics, source.Metric{Name: def.Name, Desc: root.desc, OneLine: def.OneLine, Help: def.Help})
+				}
 			}
 		}
-		w.dm = append(w.dm, m)
+		dm = append(dm, m)
 	}
 	sort.SliceStable(metrics, func(i, j int) bool { return metrics[i].Name < metrics[j].Name })
-	w.metrics = metrics
+	return dm, metrics, errs
 }
 
 func operands(b *bnode, out []semantics.PMID) []semantics.PMID {
