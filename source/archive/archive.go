@@ -23,6 +23,8 @@ type Archive struct {
 	indexPath string
 	st        atomic.Pointer[state]
 	mu        sync.Mutex // serializes Refresh
+
+	openVolume func(path string) (*stream, error) // openStream; replaced by fuzz tests
 }
 
 // state is an immutable snapshot of what is known of the archive.
@@ -46,7 +48,7 @@ func Open(path string) (*Archive, error) {
 	if _, err := findFile(path + ".meta"); err == nil {
 		base = path // a base name that ends in ".N", as pmlogger's 20240101.00.10
 	}
-	a := &Archive{base: base}
+	a := &Archive{base: base, openVolume: openStream}
 	mp, err := findFile(base + ".meta")
 	if err != nil {
 		if _, e2 := os.Stat(path); e2 != nil && errors.Is(err, os.ErrNotExist) {

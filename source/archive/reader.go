@@ -173,7 +173,7 @@ func (r *Reader) Next() bool {
 }
 
 func (r *Reader) open(vf volumeFile) error {
-	s, err := openStream(vf.path)
+	s, err := r.a.openVolume(vf.path)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,148 @@
+package archive
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+)
+
+// corpusFiles returns the plain corpus files with the given extension.
+func corpusFiles(t testing.TB, ext string) [][]byte {
+	var out [][]byte
+	paths, _ := filepath.Glob(filepath.Join(corpus, "archives", "*", "*"+ext))
+	more, _ := filepath.Glob(filepath.Join(corpus, "archives", "*", "*", "*"+ext))
+	for _, p := range append(paths, more...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no corpus %s files", ext)
+	}
+	return out
+}
+
+func FuzzLabel(f *testing.F) {
+	for _, b := range corpusFiles(f, ".meta") {
+		f.Add(b[:min(len(b), labelLenV3)])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, err := parseLabel("f", b)
+		if err == nil && l.Version != 2 && l.Version != 3 {
+			t.Fatalf("version %d accepted", l.Version)
+		}
+	})
+}
+
+// FuzzMeta parses .meta contents after the label and queries the result.
+func FuzzMeta(f *testing.F) {
+	for _, b := range corpusFiles(f, ".meta") {
+		v := int(b[7])
+		f.Add(b[labelSize(v):])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m := newMeta()
+		n, err := m.parse("f", b)
+		if n < 0 || n > len(b) {
+			t.Fatalf("consumed %d of %d", n, len(b))
+		}
+		if err != nil {
+			if _, ok := err.(*FormatError); !ok {
+				t.Fatalf("error %T: %v", err, err)
+			}
+		}
+		a := &Archive{base: "f", label: Label{Version: 3, Hostname: "h"}, openVolume: openStream}
+		a.st.Store(&state{meta: m})
+		for _, mt := range a.Metrics() {
+			a.Instances(mt.Desc.InDom)
+			a.InstanceLabels(mt.Desc.InDom)
+		}
+		for in := range m.indoms {
+			a.InstancesAt(in, a.label.Start)
+		}
+	})
+}
+
+func FuzzIndex(f *testing.F) {
+	for _, b := range corpusFiles(f, ".index") {
+		v := int(b[7])
+		f.Add(byte(v), b[labelSize(v):])
+	}
+	f.Fuzz(func(t *testing.T, v byte, b []byte) {
+		ver := 2 + int(v&1)
+		es, n := parseIndex(b, ver)
+		if n > len(b) || len(es)*indexEntrySize(ver) != n {
+			t.Fatalf("%d entries, %d bytes consumed of %d", len(es), n, len(b))
+		}
+	})
+}
+
+// fuzzMeta is the metadata of several corpus archives, so that records of
+// any of them decode with their real types.
+func fuzzMeta(t testing.TB) *meta {
+	m := newMeta()
+	for _, name := range []string{"types/types", "live/live", "mmvchurn/mmvchurn", "indoms/indoms"} {
+		b, err := os.ReadFile(filepath.Join(corpus, "archives", name+".meta"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.parse("meta", b[labelLenV2:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// memArchive is an archive whose single volume is the label of version v
+// followed by data, read from memory.
+func memArchive(m *meta, v int, data []byte) *Archive {
+	lsz := labelSize(v)
+	vol := make([]byte, lsz, lsz+len(data))
+	binary.BigEndian.PutUint32(vol, uint32(lsz))
+	binary.BigEndian.PutUint32(vol[4:], uint32(logMagic|v))
+	binary.BigEndian.PutUint32(vol[lsz-4:], uint32(lsz))
+	vol = append(vol, data...)
+	a := &Archive{base: "mem", label: Label{Version: v}}
+	a.openVolume = func(path string) (*stream, error) {
+		return &stream{path: path, r: bytes.NewReader(vol), close: func() error { return nil }}, nil
+	}
+	a.st.Store(&state{meta: m, vols: []volumeFile{{0, "mem.0"}}})
+	return a
+}
+
+// FuzzVolume decodes the records of a data volume (after its label).
+func FuzzVolume(f *testing.F) {
+	m := fuzzMeta(f)
+	for _, b := range corpusFiles(f, ".0") {
+		v := int(b[7])
+		f.Add(byte(v), b[labelSize(v):])
+	}
+	f.Fuzz(func(t *testing.T, v byte, data []byte) {
+		a := memArchive(m, 2+int(v&1), data)
+		r := a.Records()
+		defer r.Close()
+		var buf []byte
+		for r.Next() {
+			rec := r.Record()
+			if rec.Off < int64(labelSize(a.label.Version)) || rec.Off >= int64(labelSize(a.label.Version)+len(data)) {
+				t.Fatalf("record offset %d outside the volume", rec.Off)
+			}
+			for _, s := range rec.Sets {
+				for _, iv := range s.Values {
+					buf = semantics.AppendJSON(buf[:0], iv.Value)
+				}
+			}
+		}
+		if err := r.Err(); err != nil {
+			if _, ok := err.(*FormatError); !ok {
+				t.Fatalf("error %T: %v", err, err)
+			}
+		}
+	})
+}
