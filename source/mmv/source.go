@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -93,14 +94,18 @@ func OpenFile(path string, opts Options) (*File, error) {
 	return f, nil
 }
 
+// fluxRetries is how many times (2 ms apart) a File retries a file whose
+// writer has not finished it.
+var fluxRetries = 50
+
 // load (re)maps the file, retrying briefly while its writer is in flux.
 func (f *File) load() error {
 	f.unload(nil)
 	var m *mapping
 	var err error
-	for i := 0; i < 50; i++ {
+	for i := 0; ; i++ {
 		m, err = mapFile(f.path, filepath.Base(f.path), f.opts.PIDCheck)
-		if !errors.Is(err, ErrInFlux) {
+		if !errors.Is(err, ErrInFlux) || i >= fluxRetries {
 			break
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -136,12 +141,12 @@ func (f *File) refresh() {
 		_ = f.load()
 		return
 	}
-	st, err := os.Stat(f.path)
-	if err != nil {
-		f.unload(err)
+	var st unix.Stat_t
+	if err := unix.Stat(f.path, &st); err != nil {
+		f.unload(&os.PathError{Op: "stat", Path: f.path, Err: err})
 		return
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && (uint64(sys.Ino) != f.l.ino || uint64(sys.Dev) != f.l.dev) {
+	if uint64(st.Ino) != f.l.ino || uint64(st.Dev) != f.l.dev {
 		_ = f.load()
 		return
 	}
@@ -295,15 +300,11 @@ func OpenDir(dir string, opts Options) (*Dir, error) {
 func (d *Dir) Path() string { return d.dir }
 
 func (d *Dir) stampNow() (dirStamp, error) {
-	st, err := os.Stat(d.dir)
-	if err != nil {
-		return dirStamp{}, err
+	var st unix.Stat_t
+	if err := unix.Stat(d.dir, &st); err != nil {
+		return dirStamp{}, &os.PathError{Op: "stat", Path: d.dir, Err: err}
 	}
-	s := dirStamp{mtime: st.ModTime()}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		s.dev, s.ino = uint64(sys.Dev), uint64(sys.Ino)
-	}
-	return s, nil
+	return dirStamp{mtime: time.Unix(st.Mtim.Unix()), dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil
 }
 
 // refresh reloads the directory when pmdammv would.
