@@ -389,3 +389,98 @@ func TestCorpusValues(t *testing.T) {
 		})
 	}
 }
+
+// pminfoValue formats a value as pminfo -f (pmPrintValue) does.
+func pminfoValue(v semantics.Value) string {
+	switch v.Type() {
+	case semantics.TypeFloat, semantics.TypeDouble:
+		prec := 16
+		if v.Type() == semantics.TypeFloat {
+			prec = 8
+		}
+		f := v.Float64()
+		switch {
+		case math.IsNaN(f):
+			return "nan"
+		case math.IsInf(f, 1):
+			return "inf"
+		case math.IsInf(f, -1):
+			return "-inf"
+		}
+		return strconv.FormatFloat(f, 'g', prec, 64)
+	}
+	return formatCSVValue(v)
+}
+
+// TestCorpusPminfoValues compares the derived values at the start of the
+// seedtables, indoms and types archives with pminfo -f (and those of
+// derived_syntax.conf's surviving definitions), evaluated over the first
+// sample of the archives' own answers that start there. (pminfo -f of the
+// live archive fetches each metric on its own in archive mode, which is not
+// an interpolated fetch at one time, so it is not checked here.)
+func TestCorpusPminfoValues(t *testing.T) {
+	t.Chdir("../testdata/pcp-corpus")
+	names := familyNames(t)
+	names["syntaxconf"] = []string{"derived.cfg.good1", "derived.cfg.good2"}
+	for _, c := range []struct{ fam, archive, answer, config, expected string }{
+		{"seedtables", "seedtables", "t10-S0", "derived/derived.conf", "seedtables.pminfo-f.txt"},
+		{"indoms", "indoms", "t4-S0", "derived/derived.conf", "indoms.pminfo-f.txt"},
+		{"types", "types", "t1-S0", "derived/derived.conf", "types.pminfo-f.txt"},
+		{"syntaxconf", "seedtables", "t10-S0", "derived/derived_syntax.conf", "syntaxconf.seedtables.pminfo-f.txt"},
+	} {
+		t.Run(c.fam, func(t *testing.T) {
+			a, err := archive.Open(corpusFamilies[c.archive])
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer := "archives/" + c.archive + "/expected/" + c.archive + "." + c.answer + ".interp.csv"
+			src := newCSVSource(t, a, answer)
+			defs, _ := LoadConfig(c.config)
+			w, err := Wrap(src, defs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byName := map[string]source.Metric{}
+			for _, m := range w.Metrics() {
+				byName[m.Name] = m
+			}
+			start := readInterpCSV(t, answer)[0].time
+			var out strings.Builder
+			for _, n := range names[c.fam] {
+				m := byName[n]
+				var res source.Result
+				// pminfo fetches each metric in a new context: no history
+				w2, _ := Wrap(src, defs, nil)
+				if err := w2.Fetch(parseCSVTime(start), []semantics.PMID{m.Desc.PMID}, &res); err != nil {
+					t.Fatal(err)
+				}
+				out.WriteString("\n" + n + "\n")
+				vs := res.Sets[0]
+				if vs.Err != nil || len(vs.Values) == 0 {
+					out.WriteString("No value(s) available!\n")
+					continue
+				}
+				names := map[int32]string{}
+				for _, in := range w.Instances(m.Desc.InDom) {
+					names[in.ID] = in.Name
+				}
+				vals := append([]source.InstValue(nil), vs.Values...)
+				sort.Slice(vals, func(i, j int) bool { return vals[i].Inst < vals[j].Inst })
+				for _, v := range vals {
+					if m.Desc.InDom == semantics.InDomNull {
+						fmt.Fprintf(&out, "    value %s\n", pminfoValue(v.Value))
+					} else {
+						fmt.Fprintf(&out, "    inst [%d or \"%s\"] value %s\n", v.Inst, names[v.Inst], pminfoValue(v.Value))
+					}
+				}
+			}
+			want, err := os.ReadFile("derived/expected/" + c.expected)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != string(want) {
+				t.Errorf("got:\n%s\npminfo:\n%s", out.String(), want)
+			}
+		})
+	}
+}
