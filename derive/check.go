@@ -270,7 +270,8 @@ var promote = [6][6]semantics.Type{
 }
 
 func sameDims(l, r semantics.Units) bool {
-	return l.DimCount == r.DimCount && l.DimTime == r.DimTime && l.DimSpace == r.DimSpace
+	return l.DimCount == r.DimCount && l.DimTime == r.DimTime && l.DimSpace == r.DimSpace &&
+		l.ExtraUnit == r.ExtraUnit
 }
 
 // noneVersusCount is libpcp's exception to equal dimensions: one operand may
@@ -365,8 +366,27 @@ func mapDesc(b *bnode, fail func(*bnode, string) *SemanticError) *SemanticError 
 			return fail(b, "Non-counter and not dimensionless for left operand")
 		}
 	}
+	// extra units of PCP 7.2 (temperature, voltage, ...) are never scaled
+	if op == OpStar && l.Units.ExtraUnit != 0 && r.Units.ExtraUnit != 0 {
+		return fail(b, "Extra units not allowed for both operands of *")
+	}
+	if op == OpSlash && l.Units.ExtraUnit != 0 && r.Units.ExtraUnit != 0 &&
+		(l.Units.ExtraUnit != r.Units.ExtraUnit || l.Units.ExtraScale != r.Units.ExtraScale) {
+		return fail(b, "Different extra units not allowed for both operands of /")
+	}
 	if op.isArith() {
 		mapUnits(b)
+		u := &b.desc.Units
+		switch {
+		case op == OpSlash && l.Units.ExtraUnit != 0 && r.Units.ExtraUnit != 0:
+			u.ExtraUnit, u.ExtraScale = 0, 0
+		case (op == OpStar || op == OpSlash) && l.Units.ExtraUnit != 0:
+			u.ExtraUnit, u.ExtraScale = l.Units.ExtraUnit, l.Units.ExtraScale
+		case op == OpStar && r.Units.ExtraUnit != 0:
+			u.ExtraUnit, u.ExtraScale = r.Units.ExtraUnit, r.Units.ExtraScale
+		case op == OpSlash && r.Units.ExtraUnit != 0:
+			u.ExtraUnit, u.ExtraScale = -r.Units.ExtraUnit, r.Units.ExtraScale
+		}
 	} else {
 		b.desc.Units = semantics.Units{}
 	}

@@ -3,6 +3,7 @@ package derive
 import (
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
@@ -45,6 +46,7 @@ func AnonMetrics() []source.Metric {
 // has (with the descriptors libpcp computes for them), and a Fetch of
 // derived metrics fetches their operands and evaluates them.
 type Source struct {
+	mu     sync.Mutex // Metrics and Fetch may come from concurrent scrapes
 	src    source.Source
 	defs   []Definition
 	logger *slog.Logger
@@ -88,7 +90,11 @@ func Wrap(src source.Source, defs []Definition, logger *slog.Logger) (*Source, e
 
 // Errors returns the semantic errors found when the definitions were last
 // bound to the wrapped source's metrics.
-func (w *Source) Errors() []error { return w.errs }
+func (w *Source) Errors() []error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.errs
+}
 
 // signature identifies the metric set of the wrapped source.
 func signature(ms []source.Metric) string {
@@ -187,6 +193,8 @@ func operands(b *bnode, out []semantics.PMID) []semantics.PMID {
 // Metrics returns the wrapped source's metrics and the derived metrics, in
 // name order.
 func (w *Source) Metrics() []source.Metric {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.refresh()
 	return w.metrics
 }
@@ -202,7 +210,12 @@ func (w *Source) Close() error { return w.src.Close() }
 // them, the derived ones evaluated over a fetch of their operands. delta()
 // and rate() compare with the previous Fetch of the same derived metric and
 // have no value on the first one.
+//
+// Byte payloads (STRING values) of derived metrics are valid until the next
+// Fetch on this Source.
 func (w *Source) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.want = w.want[:0]
 	clear(w.hasWant)
 	hasDerived := false
