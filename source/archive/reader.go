@@ -302,41 +302,27 @@ func (r *Reader) decode(rec []byte, off int64) error {
 			}
 			*tc = typeCache{pmid, typ, true}
 		}
+		// grow the value store once per set, then fill it in place
+		nv := int(numval)
+		base := len(vals)
+		if cap(vals)-base < nv {
+			nvals := make([]source.InstValue, base, 2*cap(vals)+nv)
+			copy(nvals, vals)
+			vals = nvals
+		}
+		vals = vals[:base+nv]
+		dst := vals[base:]
+		vl := rec[p : p+8*nv]
+		p += 8 * nv
 		switch valfmt {
 		case valInsitu:
-			for j := 0; j < int(numval); j++ {
-				inst := int32(be32(rec[p:]))
-				w := be32(rec[p+4:])
-				p += 8
-				vals = append(vals, source.InstValue{Inst: inst, Value: insitu(typ, w)})
-			}
+			decodeInsitu(dst, vl, typ)
 		case valDptr, valSptr:
-			for j := 0; j < int(numval); j++ {
-				inst := int32(be32(rec[p:]))
-				w := be32(rec[p+4:])
-				bo := int64(w)*4 - 8
-				if bo < int64(r.hdrSize) || bo > int64(end-4) {
-					return r.ferr(off+int64(p)+4, "value block offset %d of %s outside the record", bo, pmid)
-				}
-				b := int(bo)
-				hdr := be32(rec[b:])
-				vlen := int(hdr & 0xffffff)
-				if vlen < 4 || vlen > end-b {
-					return r.ferr(off+bo, "value block length %d of %s outside the record", vlen, pmid)
-				}
-				t := typ
-				if t == -2 {
-					t = semantics.Type(hdr >> 24)
-				}
-				val, ok := block(t, rec[b+4:b+vlen])
-				if !ok {
-					return r.ferr(off+bo, "value block of %d bytes too short for type %s of %s", vlen-4, t, pmid)
-				}
-				p += 8
-				vals = append(vals, source.InstValue{Inst: inst, Value: val})
+			if err := r.decodeBlocks(dst, vl, typ, rec[:end], off, p-8*nv, pmid); err != nil {
+				return err
 			}
 		default:
-			return r.ferr(off+int64(p)-4, "unknown value format %d of %s", valfmt, pmid)
+			return r.ferr(off+int64(p-8*nv)-4, "unknown value format %d of %s", valfmt, pmid)
 		}
 		out.Sets = append(out.Sets, vs)
 	}
@@ -349,6 +335,67 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	}
 	r.vals = vals
 	r.starts = starts
+	return nil
+}
+
+// decodeInsitu decodes {inst, value} pairs whose value is the datum itself.
+func decodeInsitu(dst []source.InstValue, vl []byte, typ semantics.Type) {
+	switch typ {
+	case semantics.TypeU32:
+		for j := range dst {
+			w := vl[8*j : 8*j+8]
+			dst[j] = source.InstValue{Inst: int32(be32(w)), Value: semantics.Uint32Value(be32(w[4:]))}
+		}
+	case semantics.Type32:
+		for j := range dst {
+			w := vl[8*j : 8*j+8]
+			dst[j] = source.InstValue{Inst: int32(be32(w)), Value: semantics.Int32Value(int32(be32(w[4:])))}
+		}
+	default:
+		for j := range dst {
+			w := vl[8*j : 8*j+8]
+			dst[j] = source.InstValue{Inst: int32(be32(w)), Value: insitu(typ, be32(w[4:]))}
+		}
+	}
+}
+
+// decodeBlocks decodes {inst, pointer} pairs whose values are pmValueBlocks
+// of the record body rec (the record without its trailer). vlOff is the
+// offset of vl in the record, for errors.
+func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.Type, rec []byte, off int64, vlOff int, pmid semantics.PMID) error {
+	lo := int64(r.hdrSize)
+	hi := int64(len(rec) - 4)
+	for j := range dst {
+		w := vl[8*j : 8*j+8]
+		bo := int64(be32(w[4:]))*4 - 8
+		if bo < lo || bo > hi {
+			return r.ferr(off+int64(vlOff+8*j+4), "value block offset %d of %s outside the record", bo, pmid)
+		}
+		b := rec[bo:]
+		hdr := be32(b)
+		vlen := int(hdr & 0xffffff)
+		if vlen < 4 || vlen > len(b) {
+			return r.ferr(off+bo, "value block length %d of %s outside the record", vlen, pmid)
+		}
+		payload := b[4:vlen]
+		t := typ
+		if t == -2 {
+			t = semantics.Type(hdr >> 24)
+		}
+		var val semantics.Value
+		switch {
+		case t == semantics.TypeU64 && len(payload) >= 8:
+			val = semantics.Uint64Value(binary.BigEndian.Uint64(payload))
+		case t == semantics.TypeDouble && len(payload) >= 8:
+			val = semantics.DoubleValue(math.Float64frombits(binary.BigEndian.Uint64(payload)))
+		default:
+			var ok bool
+			if val, ok = block(t, payload); !ok {
+				return r.ferr(off+bo, "value block of %d bytes too short for type %s of %s", vlen-4, t, pmid)
+			}
+		}
+		dst[j] = source.InstValue{Inst: int32(be32(w)), Value: val}
+	}
 	return nil
 }
 
