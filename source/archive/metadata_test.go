@@ -317,3 +317,36 @@ func TestReaderContinuesAfterGrowth(t *testing.T) {
 		t.Errorf("after growth: want exactly one more record (had %d), err %v", n, r.Err())
 	}
 }
+
+// TestRefreshConcurrent: metadata accessors and a Reader in other goroutines
+// while Refresh runs (for -race).
+func TestRefreshConcurrent(t *testing.T) {
+	a, err := Open(filepath.Join(corpus, "archives/mmvchurn/mmvchurn_v3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 20; i++ {
+			if err := a.Refresh(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := 0; i < 5; i++ {
+		for _, m := range a.Metrics() {
+			a.Instances(m.Desc.InDom)
+			a.OneLine(m.Desc.PMID)
+		}
+		r := a.Records()
+		for r.Next() {
+		}
+		if r.Err() != nil {
+			t.Fatal(r.Err())
+		}
+		r.Close()
+	}
+	<-done
+}
