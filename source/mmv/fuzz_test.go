@@ -1,0 +1,74 @@
+package mmv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// FuzzFile feeds arbitrary bytes to the reader as an MMV file: opening,
+// listing metadata and fetching must never panic, hang or allocate without
+// bound. Run it with a short -fuzzminimizetime: each execution maps a file
+// twice, so minimizing a 10 kB input with the default 60 s stalls the run.
+func FuzzFile(f *testing.F) {
+	for _, name := range []string{"corpusv1", "corpusv2", "corpusv3", "corpussentinel"} {
+		b, err := os.ReadFile(filepath.Join(corpusDir, "files", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	small := filepath.Join(f.TempDir(), "small")
+	w, err := NewWriter(small, BigConfig(3, 2))
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, _ := os.ReadFile(small)
+	w.Close()
+	f.Add(b)
+	f.Add([]byte("MMV\x00"))
+
+	fluxRetries = 0
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, fmt.Sprintf("f%d", os.Getpid()))
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(path)
+		file, err := OpenFile(path, Options{})
+		if err != nil {
+			return
+		}
+		defer file.Close()
+		exercise(t, file)
+		d, err := OpenDir(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		exercise(t, d)
+	})
+}
+
+func exercise(t *testing.T, src source.Source) {
+	var pmids []semantics.PMID
+	for _, m := range src.Metrics() {
+		pmids = append(pmids, m.Desc.PMID)
+		if m.Desc.InDom != semantics.InDomNull {
+			src.Instances(m.Desc.InDom)
+		}
+	}
+	pmids = append(pmids, semantics.NewPMID(Domain, 1, 1023))
+	var res source.Result
+	for i := 0; i < 2; i++ {
+		if err := src.Fetch(time.Time{}, pmids, &res); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
