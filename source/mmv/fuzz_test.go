@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 
 // FuzzFile feeds arbitrary bytes to the reader as an MMV file: opening,
 // listing metadata and fetching must never panic, hang or allocate without
-// bound. Run it with a short -fuzzminimizetime: each execution maps a file
+// bound, and errors must name the file. Run it with a short -fuzzminimizetime: each execution maps a file
 // twice, so minimizing a 10 kB input with the default 60 s stalls the run.
 func FuzzFile(f *testing.F) {
 	for _, name := range []string{"corpusv1", "corpusv2", "corpusv3", "corpussentinel"} {
@@ -43,6 +44,9 @@ func FuzzFile(f *testing.F) {
 		defer os.Remove(path)
 		file, err := OpenFile(path, Options{})
 		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("error %q does not name the file", err)
+			}
 			return
 		}
 		defer file.Close()
