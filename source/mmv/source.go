@@ -272,6 +272,25 @@ type Dir struct {
 	reloadDue bool
 	loadedAt  bool
 	closed    bool
+	sig       string // names, inodes and sizes at the last scan
+}
+
+// signature describes the directory's entries (name, inode, size)
+// to notice changes its mtime does not show.
+func (d *Dir) signature() string {
+	ents, err := os.ReadDir(d.dir)
+	if err != nil {
+		return err.Error()
+	}
+	var b []byte
+	for _, e := range ents {
+		var st unix.Stat_t
+		if unix.Stat(filepath.Join(d.dir, e.Name()), &st) != nil {
+			continue
+		}
+		b = fmt.Appendf(b, "%s\x00%d %d %d\n", e.Name(), st.Dev, st.Ino, st.Size)
+	}
+	return string(b)
 }
 
 var _ source.Source = (*Dir)(nil)
@@ -321,6 +340,11 @@ func (d *Dir) refresh() {
 	} else if d.stampErr != nil || stamp != d.stamp {
 		need = true
 	}
+	if !need && err == nil && time.Since(stamp.mtime) < 2*time.Second && d.signature() != d.sig {
+		// Directory timestamps are coarse (a clock tick): changes made in
+		// the tick of the last scan do not change the mtime again.
+		need = true
+	}
 	if !need && d.v != nil {
 		for _, f := range d.v.files {
 			if !f.current() || (d.opts.PIDCheck && !f.processAlive(f.hdr)) {
@@ -343,6 +367,7 @@ func (d *Dir) reload() {
 		}
 	}
 	d.v, d.status, d.reloadDue, d.loadedAt = nil, nil, false, true
+	d.sig = d.signature()
 	ents, err := os.ReadDir(d.dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		d.log.Warn("mmv: cannot read directory", "dir", d.dir, "err", err)
