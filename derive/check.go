@@ -251,11 +251,9 @@ func check(metric string, b *bnode) *SemanticError {
 			}
 		}
 	case OpNot:
-		if !isArithType(b.left.desc.Type) {
-			return fail(b, "Non-arithmetic operand for function")
-		}
-		b.desc.Type = semantics.TypeU32
-		b.desc.Units = semantics.Units{}
+		// libpcp has no case for "!": the node keeps its operand's
+		// descriptor (type included), while evaluation stores 0 or 1 in
+		// the low 32 bits of the value.
 	}
 	return nil
 }
@@ -350,8 +348,11 @@ func mapDesc(b *bnode, fail func(*bnode, string) *SemanticError) *SemanticError 
 		return fail(b, "Dimensions are not the same")
 	}
 	if relational {
-		constant := func(n *bnode) bool { return n.op == OpInteger || n.op == OpDouble }
-		if !constant(b.left) && !constant(b.right) && !sameDims(l.Units, r.Units) && !noneVersusCount(l.Units, r.Units) {
+		// libpcp means to exempt comparisons with a constant, but tests the
+		// operands' PM_TYPE against its node types N_INTEGER and N_DOUBLE:
+		// what is exempt is an operand of type U32 (N_INTEGER == 1).
+		exempt := l.Type == semantics.TypeU32 || r.Type == semantics.TypeU32
+		if !exempt && !sameDims(l.Units, r.Units) && !noneVersusCount(l.Units, r.Units) {
 			return fail(b, "Dimensions are not the same")
 		}
 	}

@@ -21,7 +21,7 @@ func pythonWithPCP(t *testing.T) string {
 	}
 	cands = append(cands, "/usr/bin/python3")
 	for _, p := range cands {
-		if exec.Command(p, "-c", "import ctypes; ctypes.CDLL('libpcp.so.3')").Run() == nil {
+		if exec.Command(p, "-c", "import ctypes, cpmapi; ctypes.CDLL('libpcp.so.3')").Run() == nil {
 			return p
 		}
 	}
