@@ -363,4 +363,3 @@ func firstDiff(a, b string) string {
 	}
 	return ""
 }
-
