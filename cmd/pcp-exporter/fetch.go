@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+)
+
+// mmvFlags are the MMV source flags of info and fetch.
+type mmvFlags struct {
+	path     string
+	pidCheck bool
+}
+
+func addMMVFlags(cmd *kingpin.CmdClause, required bool) *mmvFlags {
+	f := &mmvFlags{}
+	fl := cmd.Flag("mmv", "MMV file, or directory of MMV files (as $PCP_TMP_DIR/mmv).").PlaceHolder("PATH")
+	if required {
+		fl = fl.Required()
+	}
+	fl.StringVar(&f.path)
+	cmd.Flag("mmv.pid-check", "Honour the PROCESS flag of MMV files as pmdammv does: export a file only while its writer's PID exists (turn off when the writer lives in another PID namespace).").
+		Default("true").BoolVar(&f.pidCheck)
+	return f
+}
+
+// openMMV opens an MMV file or directory as a source.
+func openMMV(path string, pidCheck bool, logger *slog.Logger) (source.Source, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("mmv: %s: no such file or directory", path)
+		}
+		return nil, err
+	}
+	opts := mmv.Options{PIDCheck: pidCheck, Logger: logger}
+	if st.IsDir() {
+		return mmv.OpenDir(path, opts)
+	}
+	f, err := mmv.OpenFile(path, opts)
+	if errors.Is(err, mmv.ErrProcessGone) {
+		return nil, fmt.Errorf("%w; --no-mmv.pid-check exports it anyway (for a writer in another PID namespace)", err)
+	}
+	return f, err
+}
+
+func init() {
+	addCommand(command{
+		name: "fetch",
+		help: "Print the current values of an MMV file or directory.",
+		setup: func(cmd *kingpin.CmdClause) func() error {
+			mf := addMMVFlags(cmd, true)
+			format := cmd.Flag("format", "Output format: csv, json or openmetrics.").Default("csv").Enum("csv", "json", "openmetrics")
+			dflags := addDerivedFlags(cmd)
+			names := cmd.Arg("metric", "Metrics or subtrees to fetch (all when none is given).").Strings()
+			return func() error {
+				if *format == "openmetrics" {
+					return usagef("fetch: --format openmetrics is not available yet (needs the mapping bridge); use csv or json")
+				}
+				logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+				src, err := openMMV(mf.path, mf.pidCheck, logger)
+				if err != nil {
+					return err
+				}
+				defer src.Close()
+				if src, err = dflags.wrap(src, logger); err != nil {
+					return err
+				}
+				return fetchValues(os.Stdout, src, *names, *format)
+			}
+		},
+	})
+}
+
+// selectMetrics expands metric names and subtrees (in argument order, each
+// subtree in name order) as PCP tools do; all metrics when none is given.
+func selectMetrics(metrics []source.Metric, args []string) ([]source.Metric, error) {
+	sorted := append([]source.Metric(nil), metrics...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	if len(args) == 0 {
+		return sorted, nil
+	}
+	var out []source.Metric
+	for _, a := range args {
+		n := len(out)
+		for _, m := range sorted {
+			if m.Name == a || strings.HasPrefix(m.Name, a+".") {
+				out = append(out, m)
+			}
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%s: Unknown metric name", a)
+		}
+	}
+	return out, nil
+}
+
+// fetchValues fetches the selected metrics once and writes them.
+func fetchValues(w io.Writer, src source.Source, args []string, format string) error {
+	metrics, err := selectMetrics(src.Metrics(), args)
+	if err != nil {
+		return err
+	}
+	pmids := make([]semantics.PMID, len(metrics))
+	for i, m := range metrics {
+		pmids[i] = m.Desc.PMID
+	}
+	var res source.Result
+	if err := src.Fetch(time.Now(), pmids, &res); err != nil {
+		return err
+	}
+	instNames := map[semantics.InDom]map[int32]string{}
+	instName := func(indom semantics.InDom, id int32) string {
+		if indom == semantics.InDomNull {
+			return ""
+		}
+		names, ok := instNames[indom]
+		if !ok {
+			names = map[int32]string{}
+			for _, in := range src.Instances(indom) {
+				names[in.ID] = in.Name
+			}
+			instNames[indom] = names
+		}
+		return names[id]
+	}
+	bw := bufio.NewWriter(w)
+	switch format {
+	case "json":
+		bw.Write(appendFetchJSON(nil, &res, metrics))
+	default:
+		bw.Write(appendFetchCSV(nil, &res, metrics, instName))
+	}
+	for i, s := range res.Sets {
+		if s.Err != nil {
+			fmt.Fprintf(os.Stderr, "pcp-exporter fetch: %s: %v\n", metrics[i].Name, s.Err)
+		}
+	}
+	return bw.Flush()
+}
+
+// sortedValues returns the values of a set in instance id order.
+func sortedValues(vals []source.InstValue) []source.InstValue {
+	if sort.SliceIsSorted(vals, func(i, j int) bool { return vals[i].Inst < vals[j].Inst }) {
+		return vals
+	}
+	out := append([]source.InstValue(nil), vals...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Inst < out[j].Inst })
+	return out
+}
+
+// appendFetchCSV writes the CLI contract's CSV: a header, then one row per
+// metric and instance that has a value; STRING values are always quoted,
+// other fields only when they need it.
+func appendFetchCSV(b []byte, res *source.Result, metrics []source.Metric, instName func(semantics.InDom, int32) string) []byte {
+	b = append(b, "time,metric,instance,value\n"...)
+	ts := semantics.AppendTime(nil, res.Time)
+	for i, s := range res.Sets {
+		if s.Err != nil {
+			continue
+		}
+		m := &metrics[i]
+		for _, v := range sortedValues(s.Values) {
+			b = append(b, ts...)
+			b = append(b, ',')
+			b = appendCSVField(b, m.Name, false)
+			b = append(b, ',')
+			b = appendCSVField(b, instName(m.Desc.InDom, v.Inst), false)
+			b = append(b, ',')
+			if v.Value.Type() == semantics.TypeString {
+				b = appendCSVField(b, string(v.Value.Bytes()), true)
+			} else {
+				b = semantics.AppendText(b, v.Value)
+			}
+			b = append(b, '\n')
+		}
+	}
+	return b
+}
+
+// appendCSVField appends s as an RFC 4180 field, quoted when force is set
+// or when s holds a comma, a quote, a line break or leading space.
+func appendCSVField(b []byte, s string, force bool) []byte {
+	if !force && !strings.ContainsAny(s, ",\"\r\n") && (s == "" || (s[0] != ' ' && s[0] != '\t')) {
+		return append(b, s...)
+	}
+	b = append(b, '"')
+	b = append(b, strings.ReplaceAll(s, `"`, `""`)...)
+	return append(b, '"')
+}
+
+// appendFetchJSON writes one JSON line in the form of dump's records:
+// {"time","metrics":[{"pmid","name","values":[{"inst","value"}]}]}, with
+// "error" instead of "values" for a metric whose fetch failed.
+func appendFetchJSON(b []byte, res *source.Result, metrics []source.Metric) []byte {
+	b = append(b, `{"time":"`...)
+	b = semantics.AppendTime(b, res.Time)
+	b = append(b, `","metrics":[`...)
+	for i, s := range res.Sets {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"pmid":"`...)
+		b = appendPMID(b, s.PMID)
+		b = append(b, `","name":`...)
+		b = semantics.AppendJSONString(b, metrics[i].Name)
+		if s.Err != nil {
+			b = append(b, `,"error":`...)
+			b = semantics.AppendJSONString(b, s.Err.Error())
+			b = append(b, '}')
+			continue
+		}
+		b = append(b, `,"values":[`...)
+		for j, v := range sortedValues(s.Values) {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"inst":`...)
+			if v.Inst == semantics.InNull {
+				b = append(b, "null"...)
+			} else {
+				b = appendInt(b, int64(v.Inst))
+			}
+			b = append(b, `,"value":`...)
+			b = semantics.AppendJSON(b, v.Value)
+			b = append(b, '}')
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}\n"...)
+}

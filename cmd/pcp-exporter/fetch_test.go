@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var (
+	mmvCorpus = filepath.Join(corpus, "mmv", "files")
+	// volatile parts of fetch output: the fetch time and the open ELAPSED
+	// interval, which grows with time.
+	timeRE    = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z`)
+	runningRE = regexp.MustCompile(`(elapsed\.running(?:,,|","values":\[\{"inst":null,"value":))\d+`)
+)
+
+// TestFetchGolden checks fetch's CSV and JSON over the corpus MMV files
+// against golden files (our output; the values themselves are checked
+// against pminfo by source/mmv's corpus tests).
+func TestFetchGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name, path, format string
+		metrics            []string
+	}{
+		{"dir.csv", mmvCorpus, "csv", nil},
+		{"dir.json", mmvCorpus, "json", nil},
+		{"v1-subtrees.csv", filepath.Join(mmvCorpus, "corpusv1"), "csv", []string{"mmv.corpusv1.stats.names", "mmv.corpusv1.stats.elapsed", "mmv.corpusv1.stats.i32"}},
+		{"v3.json", filepath.Join(mmvCorpus, "corpusv3"), "json", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := openMMV(tc.path, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			var out bytes.Buffer
+			if err := fetchValues(&out, src, tc.metrics, tc.format); err != nil {
+				t.Fatal(err)
+			}
+			switch tc.format {
+			case "csv":
+				rows, err := csv.NewReader(bytes.NewReader(out.Bytes())).ReadAll()
+				if err != nil || len(rows) < 2 || strings.Join(rows[0], ",") != "time,metric,instance,value" {
+					t.Fatalf("not the contract's CSV (%v): %q", err, out.String())
+				}
+			case "json":
+				var v struct {
+					Time    string
+					Metrics []map[string]any
+				}
+				if err := json.Unmarshal(out.Bytes(), &v); err != nil || len(v.Metrics) == 0 {
+					t.Fatalf("not a JSON record (%v): %q", err, out.String())
+				}
+			}
+			got := timeRE.ReplaceAll(out.Bytes(), []byte("TIME"))
+			got = runningRE.ReplaceAll(got, []byte("${1}RUNNING"))
+			golden := filepath.Join("..", "..", "testdata", "mmv", "fetch", tc.name)
+			if *update {
+				os.MkdirAll(filepath.Dir(golden), 0o755)
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("fetch output differs from %s (run with -update after checking):\n%s", golden, got)
+			}
+		})
+	}
+}
+
+func TestFetchErrors(t *testing.T) {
+	v1 := filepath.Join(mmvCorpus, "corpusv1")
+	for _, tc := range []struct {
+		args []string
+		exit int
+	}{
+		{[]string{"fetch"}, 2},
+		{[]string{"fetch", "--mmv", v1, "--format", "xml"}, 2},
+		{[]string{"fetch", "--mmv", filepath.Join(t.TempDir(), "nope")}, 1},
+		{[]string{"fetch", "--mmv", v1, "--format", "json", "mmv.corpusv1.nope"}, 1},
+		// corpusv3 is a PROCESS file whose writer is gone
+		{[]string{"fetch", "--mmv", filepath.Join(mmvCorpus, "corpusv3"), "--no-mmv.pid-check", "--format", "json"}, 0},
+	} {
+		if got := run(tc.args); got != tc.exit {
+			t.Errorf("%v: exit %d, want %d", tc.args, got, tc.exit)
+		}
+	}
+}
