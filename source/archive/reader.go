@@ -344,12 +344,16 @@ func decodeInsitu(dst []source.InstValue, vl []byte, typ semantics.Type) {
 	case semantics.TypeU32:
 		for j := range dst {
 			w := vl[8*j : 8*j+8]
-			dst[j] = source.InstValue{Inst: int32(be32(w)), Value: semantics.Uint32Value(be32(w[4:]))}
+			d := &dst[j]
+			d.Inst = int32(be32(w))
+			d.Value.SetNumeric(semantics.TypeU32, uint64(be32(w[4:])))
 		}
 	case semantics.Type32:
 		for j := range dst {
 			w := vl[8*j : 8*j+8]
-			dst[j] = source.InstValue{Inst: int32(be32(w)), Value: semantics.Int32Value(int32(be32(w[4:])))}
+			d := &dst[j]
+			d.Inst = int32(be32(w))
+			d.Value.SetNumeric(semantics.Type32, uint64(int64(int32(be32(w[4:])))))
 		}
 	default:
 		for j := range dst {
@@ -382,19 +386,18 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.T
 		if t == -2 {
 			t = semantics.Type(hdr >> 24)
 		}
-		var val semantics.Value
+		d := &dst[j]
+		d.Inst = int32(be32(w))
 		switch {
-		case t == semantics.TypeU64 && len(payload) >= 8:
-			val = semantics.Uint64Value(binary.BigEndian.Uint64(payload))
-		case t == semantics.TypeDouble && len(payload) >= 8:
-			val = semantics.DoubleValue(math.Float64frombits(binary.BigEndian.Uint64(payload)))
+		case (t == semantics.TypeU64 || t == semantics.Type64 || t == semantics.TypeDouble) && len(payload) >= 8:
+			d.Value.SetNumeric(t, binary.BigEndian.Uint64(payload))
 		default:
-			var ok bool
-			if val, ok = block(t, payload); !ok {
+			val, ok := block(t, payload)
+			if !ok {
 				return r.ferr(off+bo, "value block of %d bytes too short for type %s of %s", vlen-4, t, pmid)
 			}
+			d.Value = val
 		}
-		dst[j] = source.InstValue{Inst: int32(be32(w)), Value: val}
 	}
 	return nil
 }
