@@ -95,3 +95,35 @@ func TestFetchErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestInfoMMV checks info --mmv over the corpus MMV directory against a
+// golden file (our output; the metadata is checked against pminfo by
+// source/mmv's corpus tests).
+func TestInfoMMV(t *testing.T) {
+	src, err := openMMV(mmvCorpus, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var out bytes.Buffer
+	if err := writeInfo(&out, src); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("..", "..", "testdata", "mmv", "info", "corpus-dir.json")
+	if *update {
+		os.MkdirAll(filepath.Dir(golden), 0o755)
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("info --mmv output differs from %s (run with -update after checking)", golden)
+	}
+	if got := run([]string{"info", "--mmv", filepath.Join(mmvCorpus, "corpusv1")}); got != 0 {
+		t.Errorf("info --mmv FILE: exit %d", got)
+	}
+}

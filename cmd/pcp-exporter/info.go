@@ -22,14 +22,23 @@ type metadataSource interface {
 func init() {
 	addCommand(command{
 		name: "info",
-		help: "Print the metadata of archives as JSON.",
+		help: "Print the metadata of archives or MMV files as JSON.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			paths := cmd.Arg("source", "Archive: base name or any of its files.").Strings()
+			mf := addMMVFlags(cmd, false)
 			return func() error {
-				if len(*paths) == 0 {
+				if len(*paths) == 0 && mf.path == "" {
 					return usagef("info: name at least one source")
 				}
 				var srcs []metadataSource
+				if mf.path != "" {
+					m, err := openMMV(mf.path, mf.pidCheck, nil)
+					if err != nil {
+						return err
+					}
+					defer m.Close()
+					srcs = append(srcs, m)
+				}
 				for _, p := range *paths {
 					a, err := archive.Open(p)
 					if err != nil {
