@@ -1,0 +1,376 @@
+{{/*
+Names and labels.
+*/}}
+{{- define "pcp-exporter.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "pcp-exporter.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "pcp-exporter.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "pcp-exporter.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "pcp-exporter.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "pcp-exporter.labels" -}}
+helm.sh/chart: {{ include "pcp-exporter.chart" . }}
+{{ include "pcp-exporter.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: {{ .Values.mode }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "pcp-exporter.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "pcp-exporter.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "pcp-exporter.image" -}}
+{{- $repo := .Values.image.repository }}
+{{- if .Values.image.registry }}
+{{- $repo = printf "%s/%s" .Values.image.registry .Values.image.repository }}
+{{- end }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" $repo .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repo (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{- define "pcp-exporter.configName" -}}
+{{- printf "%s-config" (include "pcp-exporter.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "pcp-exporter.hasConfig" -}}
+{{- if or .Values.derivedConfig .Values.mappingConfig }}true{{ end }}
+{{- end }}
+
+{{/*
+pcp-exporter.pidCheck: "true" when the MMV PID check stays on. "auto" keeps it on only when
+the writers' PIDs are visible: shareProcessNamespace in the sidecar, hostPID in the DaemonSet.
+*/}}
+{{- define "pcp-exporter.pidCheck" -}}
+{{- $v := toString .Values.mmv.pidCheck }}
+{{- if eq $v "auto" }}
+{{- if eq .Values.mode "daemonset" }}
+{{- if .Values.daemonset.hostPID }}true{{ else }}false{{ end }}
+{{- else }}
+{{- if .Values.sidecar.shareProcessNamespace }}true{{ else }}false{{ end }}
+{{- end }}
+{{- else if eq $v "true" }}true
+{{- else if eq $v "false" }}false
+{{- else }}
+{{- fail (printf "mmv.pidCheck must be auto, true or false, not %q" $v) }}
+{{- end }}
+{{- end }}
+
+{{/*
+pcp-exporter.commonArgs: flags shared by serve and backfill (mapping, derived metrics, logs).
+*/}}
+{{- define "pcp-exporter.commonArgs" -}}
+- --log.level={{ .Values.log.level }}
+- --log.format={{ .Values.log.format }}
+{{- with .Values.naming }}
+- --naming={{ . }}
+{{- end }}
+{{- if .Values.derivedConfig }}
+- --derived.config=/etc/pcp-exporter/derived.conf
+{{- end }}
+{{- if .Values.mappingConfig }}
+- --mapping.config=/etc/pcp-exporter/mapping.yaml
+{{- end }}
+{{- end }}
+
+{{/*
+pcp-exporter.serveArgs: the args of `pcp-exporter serve` (design.md CLI contract).
+*/}}
+{{- define "pcp-exporter.serveArgs" -}}
+- serve
+- --mmv.dir={{ .Values.mmv.dir }}
+{{- if eq (include "pcp-exporter.pidCheck" .) "true" }}
+- --mmv.pid-check
+{{- else }}
+- --no-mmv.pid-check
+{{- end }}
+- --web.listen-address=:{{ .Values.web.port }}
+- --web.telemetry-path={{ .Values.web.telemetryPath }}
+{{- if eq .Values.mode "daemonset" }}
+{{- range .Values.daemonset.archives.replay }}
+- --archive={{ printf "%s/%s" $.Values.daemonset.archives.mountPath . }}
+{{- end }}
+{{- end }}
+{{ include "pcp-exporter.commonArgs" . }}
+{{- with .Values.extraArgs }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+pcp-exporter.exporterBody: the exporter container's fields after name (image, args, ports,
+probes, security context, mounts). Used by the sidecar, the DaemonSet.
+*/}}
+{{- define "pcp-exporter.exporterBody" -}}
+image: {{ include "pcp-exporter.image" . }}
+imagePullPolicy: {{ .Values.image.pullPolicy }}
+args:
+{{- include "pcp-exporter.serveArgs" . | nindent 2 }}
+env:
+  - name: PCP_TMP_DIR
+    value: {{ .Values.mmv.dir | trimSuffix "/" | trimSuffix "/mmv" }}
+{{- with .Values.extraEnv }}
+{{- toYaml . | nindent 2 }}
+{{- end }}
+ports:
+  - name: {{ .Values.web.portName }}
+    containerPort: {{ .Values.web.port }}
+    protocol: TCP
+{{- with .Values.livenessProbe }}
+livenessProbe:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.readinessProbe }}
+readinessProbe:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.resources }}
+resources:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.containerSecurityContext | nindent 2 }}
+volumeMounts:
+  - name: pcp-mmv
+    mountPath: {{ .Values.mmv.dir }}
+    readOnly: true
+{{- if and (eq .Values.mode "daemonset") .Values.daemonset.archives.enabled }}
+  - name: pcp-archives
+    mountPath: {{ .Values.daemonset.archives.mountPath }}
+    readOnly: true
+{{- end }}
+{{- if include "pcp-exporter.hasConfig" . }}
+  - name: pcp-exporter-config
+    mountPath: /etc/pcp-exporter
+    readOnly: true
+{{- end }}
+{{- with .Values.extraVolumeMounts }}
+{{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+pcp-exporter.sidecar: the exporter as a container, for your own pod spec. Include it in the
+containers list of a pod that also has the volumes of "pcp-exporter.volumes":
+
+  containers:
+    - name: app
+      env: [{name: PCP_TMP_DIR, value: /var/lib/pcp/tmp}]
+      volumeMounts: [{name: pcp-mmv, mountPath: /var/lib/pcp/tmp/mmv}]
+    {{- include "pcp-exporter.sidecar" . | nindent 4 }}
+  volumes:
+    {{- include "pcp-exporter.volumes" . | nindent 4 }}
+
+The context is this chart's (as a dependency: a dict with Values, Chart and Release, where
+Values are the pcp-exporter values). The application writes its MMV files into the shared
+emptyDir; the exporter mounts it read-only. The PID check is off unless
+sidecar.shareProcessNamespace is true (then also set shareProcessNamespace on the pod).
+*/}}
+{{- define "pcp-exporter.sidecar" -}}
+- name: pcp-exporter
+  {{- include "pcp-exporter.exporterBody" . | nindent 2 }}
+{{- end }}
+
+{{/*
+pcp-exporter.nativeSidecar: the same container as an init container that keeps running
+(restartPolicy: Always, Kubernetes >= 1.29), for the initContainers list.
+*/}}
+{{- define "pcp-exporter.nativeSidecar" -}}
+- name: pcp-exporter
+  restartPolicy: Always
+  {{- include "pcp-exporter.exporterBody" . | nindent 2 }}
+{{- end }}
+
+{{/*
+pcp-exporter.volumes: the pod volumes the sidecar needs: the shared MMV emptyDir "pcp-mmv"
+and, when derivedConfig or mappingConfig is set, the chart's ConfigMap.
+*/}}
+{{- define "pcp-exporter.volumes" -}}
+- name: pcp-mmv
+  emptyDir:
+    {{- with .Values.mmv.emptyDir.medium }}
+    medium: {{ . }}
+    {{- end }}
+    {{- with .Values.mmv.emptyDir.sizeLimit }}
+    sizeLimit: {{ . }}
+    {{- end }}
+{{- include "pcp-exporter.configVolume" . }}
+{{- end }}
+
+{{- define "pcp-exporter.configVolume" -}}
+{{- if include "pcp-exporter.hasConfig" . }}
+- name: pcp-exporter-config
+  configMap:
+    name: {{ include "pcp-exporter.configName" . }}
+{{- end }}
+{{- end }}
+
+{{/*
+pcp-exporter.podCommon: pod spec fields shared by every workload.
+*/}}
+{{- define "pcp-exporter.podCommon" -}}
+serviceAccountName: {{ include "pcp-exporter.serviceAccountName" . }}
+automountServiceAccountToken: {{ .Values.serviceAccount.automountServiceAccountToken }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- define "pcp-exporter.podMetadata" -}}
+labels:
+  {{- include "pcp-exporter.selectorLabels" . | nindent 2 }}
+  app.kubernetes.io/component: {{ .Values.mode }}
+  {{- with .Values.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- if or .Values.podAnnotations (include "pcp-exporter.hasConfig" .) }}
+annotations:
+  {{- if include "pcp-exporter.hasConfig" . }}
+  checksum/config: {{ printf "%s\n%s" .Values.derivedConfig .Values.mappingConfig | sha256sum }}
+  {{- end }}
+  {{- with .Values.podAnnotations }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "pcp-exporter.validate" -}}
+{{- if not (has .Values.mode (list "sidecar" "daemonset" "backfill")) }}
+{{- fail (printf "mode must be sidecar, daemonset or backfill, not %q" .Values.mode) }}
+{{- end }}
+{{- end }}
+
+{{/*
+pcp-exporter.backfillArgs: `pcp-exporter backfill` flags (design.md CLI contract), without
+the archives.
+*/}}
+{{- define "pcp-exporter.backfillArgs" -}}
+- backfill
+- --output={{ required "backfill.output is required (remote-write:URL, otlp-grpc:HOST:PORT or otlp-http:URL)" .Values.backfill.output }}
+{{- if .Values.backfill.raw }}
+- --raw
+{{- else if .Values.backfill.step }}
+- --step={{ .Values.backfill.step }}
+{{- end }}
+{{- with .Values.backfill.start }}
+- --start={{ . }}
+{{- end }}
+{{- with .Values.backfill.finish }}
+- --finish={{ . }}
+{{- end }}
+{{ include "pcp-exporter.commonArgs" . }}
+{{- with .Values.backfill.extraArgs }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+pcp-exporter.backfillPod: the pod spec of a backfill Job or CronJob; .args are the container
+args, .root the chart context, .shards whether the shard ConfigMap is mounted.
+*/}}
+{{- define "pcp-exporter.backfillPod" -}}
+{{- $ := .root }}
+{{- include "pcp-exporter.podCommon" $ }}
+restartPolicy: Never
+containers:
+  - name: pcp-exporter
+    image: {{ include "pcp-exporter.image" $ }}
+    imagePullPolicy: {{ $.Values.image.pullPolicy }}
+    args:
+      {{- .args | nindent 6 }}
+    {{- if .shards }}
+    env:
+      - name: SHARD_INDEX
+        valueFrom:
+          fieldRef:
+            fieldPath: metadata.annotations['batch.kubernetes.io/job-completion-index']
+      {{- with $.Values.extraEnv }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+    {{- else if $.Values.extraEnv }}
+    env:
+      {{- toYaml $.Values.extraEnv | nindent 6 }}
+    {{- end }}
+    {{- with $.Values.backfill.resources }}
+    resources:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    securityContext:
+      {{- toYaml $.Values.containerSecurityContext | nindent 6 }}
+    volumeMounts:
+      - name: pcp-archives
+        mountPath: {{ $.Values.backfill.archivesMountPath }}
+        readOnly: true
+      {{- if .shards }}
+      - name: pcp-exporter-shards
+        mountPath: /etc/pcp-exporter-shards
+        readOnly: true
+      {{- end }}
+      {{- if include "pcp-exporter.hasConfig" $ }}
+      - name: pcp-exporter-config
+        mountPath: /etc/pcp-exporter
+        readOnly: true
+      {{- end }}
+      {{- with $.Values.extraVolumeMounts }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+volumes:
+  - name: pcp-archives
+    {{- toYaml $.Values.backfill.archivesVolume | nindent 4 }}
+  {{- if .shards }}
+  - name: pcp-exporter-shards
+    configMap:
+      name: {{ include "pcp-exporter.fullname" $ }}-shards
+  {{- end }}
+  {{- include "pcp-exporter.configVolume" $ | nindent 2 }}
+  {{- with $.Values.extraVolumes }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
