@@ -37,92 +37,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/examples/mmvapp/shop"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
 )
-
-// Version is the application version published as mmv.mmvapp.version.
-const Version = "1.4.2"
-
-// Endpoints are the instances of the endpoint instance domain, in id order.
-var Endpoints = []string{"/", "/cart", "/checkout"}
-
-const (
-	requestMillis = 12.5 // simulated time per request
-	requestKbytes = 2    // simulated bytes sent per request, in Kbyte
-)
-
-// Config returns the MMV file layout of the application.
-func Config() mmv.WriterConfig {
-	inst := make([]mmv.InstanceDef, len(Endpoints))
-	for i, e := range Endpoints {
-		inst[i] = mmv.InstanceDef{ID: int32(i), Name: e}
-	}
-	count := semantics.Units{DimCount: 1}
-	msec := semantics.Units{DimTime: 1, ScaleTime: semantics.TimeMSec}
-	kbyte := semantics.Units{DimSpace: 1, ScaleSpace: semantics.SpaceKByte}
-	return mmv.WriterConfig{
-		InDoms: []mmv.InDomDef{{Serial: 1, Instances: inst, OneLine: "HTTP endpoints", Help: "The endpoints the shop serves."}},
-		Metrics: []mmv.MetricDef{
-			{Name: "requests", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: count, InDom: 1,
-				OneLine: "requests served", Help: "Number of HTTP requests served, by endpoint."},
-			{Name: "request_time", Item: 2, Type: mmv.TypeDouble, Sem: semantics.SemCounter, Units: msec, InDom: 1,
-				OneLine: "time spent serving requests", Help: "Total time spent serving requests, by endpoint."},
-			{Name: "sent", Item: 3, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: kbyte, InDom: 1,
-				OneLine: "data sent", Help: "Response bytes sent, by endpoint, in Kbyte."},
-			{Name: "in_flight", Item: 4, Type: mmv.TypeU32, Sem: semantics.SemInstant, Units: count,
-				OneLine: "requests in progress"},
-			{Name: "version", Item: 5, Type: mmv.TypeString, Sem: semantics.SemDiscrete,
-				OneLine: "application version"},
-		},
-	}
-}
-
-// App holds the value handles of a running application.
-type App struct {
-	w                    *mmv.Writer
-	requests, time, sent []mmv.Handle
-	inFlight             mmv.Handle
-	ticks                int
-}
-
-// New creates the MMV file at path and publishes the initial values.
-func New(path string) (*App, error) {
-	w, err := mmv.NewWriter(path, Config())
-	if err != nil {
-		return nil, err
-	}
-	a := &App{w: w}
-	for _, e := range Endpoints {
-		a.requests = append(a.requests, w.MustHandle("requests", e))
-		a.time = append(a.time, w.MustHandle("request_time", e))
-		a.sent = append(a.sent, w.MustHandle("sent", e))
-	}
-	a.inFlight = w.MustHandle("in_flight", "")
-	if err := w.MustHandle("version", "").SetString(Version); err != nil {
-		w.Close()
-		return nil, err
-	}
-	return a, nil
-}
-
-// Tick simulates one interval of traffic: endpoint i serves i+1 requests.
-func (a *App) Tick() {
-	for i := range Endpoints {
-		n := uint64(i + 1)
-		a.inFlight.SetUint64(n)
-		a.requests[i].Add(float64(n))
-		a.time[i].Add(float64(n) * requestMillis)
-		a.sent[i].Add(float64(n * requestKbytes))
-	}
-	a.inFlight.SetUint64(0)
-	a.ticks++
-}
-
-// Close removes nothing: like libpcp_mmv, the file stays until the next
-// start replaces it; pmdammv and pcp-exporter ignore it once the process is
-// gone (PID check).
-func (a *App) Close() error { return a.w.Close() }
 
 func main() {
 	var (
@@ -138,7 +55,7 @@ func main() {
 		os.Exit(1)
 	}
 	path := filepath.Join(*dir, *name)
-	app, err := New(path)
+	app, err := shop.New(path)
 	if err != nil {
 		log.Error("create MMV file", "err", err)
 		os.Exit(1)
@@ -153,13 +70,13 @@ func main() {
 	for {
 		select {
 		case <-ctx.Done():
-			log.Info("stopping", "ticks", app.ticks)
+			log.Info("stopping", "ticks", app.Ticks())
 			return
 		case <-t.C:
-			if *ticks == 0 || app.ticks < *ticks {
+			if *ticks == 0 || app.Ticks() < *ticks {
 				app.Tick()
-				if app.ticks == *ticks {
-					log.Info("values final", "ticks", app.ticks)
+				if app.Ticks() == *ticks {
+					log.Info("values final", "ticks", app.Ticks())
 				}
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pcp-exporter/pcp-exporter/examples/mmvapp/shop"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -147,18 +148,18 @@ func TestSidecar(t *testing.T) {
 		value  float64
 	}
 	var want []sample
-	for i, e := range Endpoints {
+	for i, e := range shop.Endpoints {
 		n := float64(ticks * (i + 1))
 		inst := map[string]string{"instname": e}
 		want = append(want,
 			sample{"mmv_mmvapp_requests_total", inst, n},
-			sample{"mmv_mmvapp_request_time_seconds_total", inst, n * requestMillis / 1000},
-			sample{"mmv_mmvapp_sent_bytes_total", inst, n * requestKbytes * 1024},
+			sample{"mmv_mmvapp_request_time_seconds_total", inst, n * shop.RequestMillis / 1000},
+			sample{"mmv_mmvapp_sent_bytes_total", inst, n * shop.RequestKbytes * 1024},
 		)
 	}
 	want = append(want,
 		sample{"mmv_mmvapp_in_flight", nil, 0},
-		sample{"mmv_mmvapp_version_info", map[string]string{"value": Version}, 1},
+		sample{"mmv_mmvapp_version_info", map[string]string{"value": shop.Version}, 1},
 	)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -195,10 +196,13 @@ func TestSidecar(t *testing.T) {
 		}
 	}
 
-	// The application exits; its file stays, but its PID is gone, so the
-	// exporter stops serving its metrics (as pmdammv does).
-	appCmd.Process.Signal(os.Interrupt)
+	// The application crashes: its file stays, but its PID is gone, so the
+	// exporter stops serving its metrics (the PROCESS flag, as pmdammv does).
+	appCmd.Process.Kill()
 	appCmd.Wait()
+	if _, err := os.Stat(filepath.Join(dir, "mmvapp")); err != nil {
+		t.Fatalf("the crashed application's MMV file should stay: %v", err)
+	}
 	for ctx.Err() == nil {
 		fams, lastErr = scrape(ctx, url)
 		if lastErr == nil {

@@ -725,3 +725,48 @@ func TestRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestExampleManifests decodes the hand-written manifests of
+// examples/kubernetes strictly and holds them to the chart's pod rules, so the
+// example users copy is as strict as the chart.
+func TestExampleManifests(t *testing.T) {
+	files, err := filepath.Glob("../../../examples/kubernetes/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples/kubernetes/*.yaml: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.pods()) == 0 {
+				t.Fatal("no workload")
+			}
+			for _, p := range m.pods() {
+				checkPod(t, p.name, p.spec)
+				c := exporter(t, p.name, p.spec)
+				checkListenAndProbes(t, c)
+				shared := p.spec.ShareProcessNamespace != nil && *p.spec.ShareProcessNamespace
+				if !shared && !slices.Contains(c.Args, "--no-mmv.pid-check") {
+					t.Errorf("%s: PID check on without shareProcessNamespace: %q", p.name, c.Args)
+				}
+			}
+			for _, pm := range m.podMonitors {
+				for _, p := range m.pods() {
+					if selects(pm.Spec.Selector.MatchLabels, p.labels) {
+						for _, e := range pm.Spec.PodMetricsEndpoints {
+							if e.Port == nil || !hasPort(exporter(t, p.name, p.spec), *e.Port) {
+								t.Errorf("PodMonitor %s: port %v not exposed by %s", pm.Name, e.Port, p.name)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
