@@ -49,6 +49,16 @@ func helm(t *testing.T) string {
 // manifests decoded strictly, or the error of helm or of the decoding.
 func render(t *testing.T, args ...string) (*manifests, error) {
 	t.Helper()
+	out, err := renderRaw(t, args...)
+	if err != nil {
+		return nil, err
+	}
+	return decode(out)
+}
+
+// renderRaw runs helm template and returns its output.
+func renderRaw(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
 	h := helm(t)
 	home := t.TempDir()
 	cmd := exec.Command(h, append([]string{"template", "rel", chartDir, "--namespace", "monitoring"}, args...)...)
@@ -58,7 +68,7 @@ func render(t *testing.T, args ...string) (*manifests, error) {
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("helm template %s: %v: %s", strings.Join(args, " "), err, stderr.String())
 	}
-	return decode(stdout.Bytes())
+	return stdout.Bytes(), nil
 }
 
 // manifests holds every rendered object by kind, decoded strictly.
