@@ -56,12 +56,17 @@ func render(t *testing.T, args ...string) (*manifests, error) {
 	return decode(out)
 }
 
-// renderRaw runs helm template and returns its output.
+// renderRaw runs helm template on the chart and returns its output.
 func renderRaw(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	return renderChart(t, chartDir, args...)
+}
+
+func renderChart(t *testing.T, chart string, args ...string) ([]byte, error) {
 	t.Helper()
 	h := helm(t)
 	home := t.TempDir()
-	cmd := exec.Command(h, append([]string{"template", "rel", chartDir, "--namespace", "monitoring"}, args...)...)
+	cmd := exec.Command(h, append([]string{"template", "rel", chart, "--namespace", "monitoring"}, args...)...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -778,5 +783,36 @@ func TestExampleManifests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParentChart: an application chart with pcp-exporter as a dependency
+// puts the sidecar into its own pod spec with the named templates, reaching
+// the dependency's values and chart through .Subcharts
+// (testdata/parent/templates/deployment.yaml, the usage values.yaml documents).
+func TestParentChart(t *testing.T) {
+	out, err := renderChart(t, "testdata/parent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := decode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.deployments) != 1 {
+		t.Fatalf("%d Deployments, want the application's", len(m.deployments))
+	}
+	spec := m.deployments[0].Spec.Template.Spec
+	checkPod(t, "parent", spec)
+	c := exporter(t, "parent", spec)
+	checkListenAndProbes(t, c)
+	if !slices.Contains(c.Args, "--no-mmv.pid-check") {
+		t.Errorf("args %q: PID check on without shareProcessNamespace", c.Args)
+	}
+	if c.Resources.Limits.Memory().String() != "64Mi" {
+		t.Errorf("the parent's pcp-exporter values did not reach the sidecar: resources %+v", c.Resources)
+	}
+	if n, _ := validateOpenAPI(t, out); n == 0 {
+		t.Error("nothing validated against the OpenAPI schema")
 	}
 }

@@ -179,21 +179,22 @@ volumeMounts:
 {{- end }}
 
 {{/*
-pcp-exporter.sidecar: the exporter as a container, for your own pod spec. Include it in the
-containers list of a pod that also has the volumes of "pcp-exporter.volumes":
+pcp-exporter.sidecar: the exporter as a container, for your own pod spec. In an application
+chart that lists pcp-exporter as a dependency (its values under the "pcp-exporter" key):
 
+  {{- $pcp := index .Subcharts "pcp-exporter" }}
   containers:
     - name: app
       env: [{name: PCP_TMP_DIR, value: /var/lib/pcp/tmp}]
       volumeMounts: [{name: pcp-mmv, mountPath: /var/lib/pcp/tmp/mmv}]
-    {{- include "pcp-exporter.sidecar" . | nindent 4 }}
+    {{- include "pcp-exporter.sidecar" $pcp | nindent 4 }}
   volumes:
-    {{- include "pcp-exporter.volumes" . | nindent 4 }}
+    {{- include "pcp-exporter.volumes" $pcp | nindent 4 }}
 
-The context is this chart's (as a dependency: a dict with Values, Chart and Release, where
-Values are the pcp-exporter values). The application writes its MMV files into the shared
-emptyDir; the exporter mounts it read-only. The PID check is off unless
-sidecar.shareProcessNamespace is true (then also set shareProcessNamespace on the pod).
+(deploy/helm/test/testdata/parent is a complete, tested example.) The application writes its
+MMV files into the shared emptyDir "pcp-mmv"; the exporter mounts it read-only. The PID check
+is off unless sidecar.shareProcessNamespace is true (then also set shareProcessNamespace on
+the pod).
 */}}
 {{- define "pcp-exporter.sidecar" -}}
 - name: pcp-exporter
