@@ -30,7 +30,7 @@ fi
 WORK=$(mktemp -d "$DIR/build.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 echo "build-helm: building helm $HELM_VERSION into $BIN" >&2
-GOFLAGS= GOBIN=$WORK go install -trimpath -ldflags='-s -w' "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+GOFLAGS='' GOBIN=$WORK go install -trimpath -ldflags='-s -w' "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
 "$WORK/helm" version --short >&2
 mv -f "$WORK/helm" "$BIN.tmp"
 mv -f "$BIN.tmp" "$BIN"

@@ -62,7 +62,7 @@ MANIFEST
 
 # The builder runs go mod tidy and go build in the generated module; keep the
 # outer module's flags out of it.
-(cd "$WORK" && GOFLAGS= "$WORK/bin/builder" --config "$WORK/manifest.yaml") >&2
+(cd "$WORK" && GOFLAGS='' "$WORK/bin/builder" --config "$WORK/manifest.yaml") >&2
 "$WORK/dist/otelcol" --version >&2
 mv -f "$WORK/dist/otelcol" "$BIN.tmp"
 mv -f "$BIN.tmp" "$BIN"

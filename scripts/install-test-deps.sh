@@ -3,9 +3,10 @@
 # end-to-end tests run against, and starts the two daemons they talk to:
 #
 #   PCP (pmcd, pmproxy, pminfo, pmdumplog, pmlogger, libpcp and libpcp_mmv
-#   with headers, python3-pcp), gcc (cgo-free peer programs are compiled by
-#   some tests), xz/bzip2/zstd (compressed archive volumes), Prometheus 2.42
-#   with promtool, and VictoriaMetrics.
+#   with headers, python3-pcp), gcc (C peer programs against libpcp, and the
+#   race detector), xz/bzip2/zstd (compressed archive volumes), Prometheus 2.42
+#   with promtool, VictoriaMetrics, ca-certificates (put into the image) and
+#   git (version stamping).
 #
 # It is idempotent: packages already installed are not fetched again, and the
 # daemons are only started when not answering. Prometheus, VictoriaMetrics and
@@ -18,7 +19,7 @@ if [[ $(id -u) != 0 ]]; then
 	exit 1
 fi
 
-PACKAGES=(pcp python3-pcp libpcp-mmv1-dev libpcp3-dev gcc xz-utils bzip2 zstd prometheus victoria-metrics)
+PACKAGES=(pcp python3-pcp libpcp-mmv1-dev libpcp3-dev gcc xz-utils bzip2 zstd prometheus victoria-metrics ca-certificates git)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
