@@ -3,7 +3,7 @@
 #   make test        the test suite (go test ./...), as the README says
 #   make race        the test suite with the race detector
 #   make build       static binary ./pcp-exporter (CGO_ENABLED=0, version stamped)
-#   make lint        go vet + gofmt -l (fails on any unformatted file)
+#   make lint        go vet + gofmt -l (fails on any unformatted file) + shellcheck
 #   make fuzz        every Fuzz target for FUZZTIME (default 5s) each
 #   make bench       every Go benchmark once, with -benchmem
 #   make bench-peers every bench/*/run.sh (side-by-side runs against real PCP peers)
@@ -28,7 +28,7 @@ LDFLAGS   := -s -w \
 	-X $(VPKG).BuildUser=$(BUILDUSER) \
 	-X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all test race build lint vet fmt fuzz bench bench-peers soak helm image clean
+.PHONY: all test race build lint vet fmt shellcheck fuzz bench bench-peers soak helm image clean
 
 all: lint build test
 
@@ -48,7 +48,10 @@ fmt:
 	@out=$$(gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt: these files are not formatted:"; echo "$$out"; exit 1; fi
 
-lint: vet fmt
+shellcheck:
+	shellcheck .ci/run scripts/*.sh
+
+lint: vet fmt shellcheck
 
 # Each fuzz target runs alone (go test -fuzz accepts one target per package run).
 fuzz:
