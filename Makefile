@@ -49,7 +49,7 @@ fmt:
 	if [ -n "$$out" ]; then echo "gofmt: these files are not formatted:"; echo "$$out"; exit 1; fi
 
 shellcheck:
-	shellcheck .ci/run scripts/*.sh
+	shellcheck .ci/run scripts/*.sh examples/*/*.sh
 
 lint: vet fmt shellcheck
 

@@ -6,8 +6,11 @@
 package examples
 
 import (
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -141,4 +144,40 @@ func keys(m map[string]float64) string {
 		s = append(s, k)
 	}
 	return strings.Join(s, " ")
+}
+
+// TestBackfillWalkthrough runs examples/backfill/walkthrough.sh with this
+// repository's binary: OpenMetrics text through promtool, TSDB blocks, and
+// remote write into VictoriaMetrics.
+func TestBackfillWalkthrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs VictoriaMetrics")
+	}
+	e2e.Require(t, "promtool", "victoria-metrics", "curl", "python3")
+	bin := filepath.Join(t.TempDir(), "pcp-exporter")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/pcp-exporter")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := exec.Command(bin, "help", "backfill").Run(); err != nil {
+		t.Skipf("pcp-exporter has no backfill command in this tree: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	cmd := exec.Command("bash", "examples/backfill/walkthrough.sh")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "PCP_EXPORTER="+bin, "WORK="+t.TempDir(), "VM_PORT="+port)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("walkthrough.sh: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "== done") {
+		t.Errorf("walkthrough did not finish:\n%s", out)
+	}
+	t.Logf("%s", out)
 }
