@@ -707,7 +707,7 @@ func TestBackfillSharding(t *testing.T) {
 				t.Errorf("shards hold %q, want each of %q once", all, archives)
 			}
 			cj := exporter(t, "cronjob", m.cronJobs[0].Spec.JobTemplate.Spec.Template.Spec)
-			if cj.Args[0] != "backfill" || !slices.Contains(cj.Args, "/archives/host1/yesterday") {
+			if cj.Args[0] != "backfill" || !slices.Contains(cj.Args, "/archives/host1/latest") {
 				t.Errorf("CronJob args %q", cj.Args)
 			}
 		})
