@@ -50,8 +50,15 @@ if [[ ${#missing[@]} -gt 0 && ${PCP_EXPORTER_SKIP_APT:-} != 1 ]]; then
 	}
 	trap cleanup EXIT
 	export DEBIAN_FRONTEND=noninteractive
-	PATH=$shim:$PATH apt-get update -q
-	PATH=$shim:$PATH apt-get install -y -q --no-install-recommends "${missing[@]}"
+	install() { PATH=$shim:$PATH apt-get install -y -q --no-install-recommends "${missing[@]}"; }
+	# Package lists fetched within the last day are reused; when they are
+	# stale or lack a package, update and retry.
+	if [[ -n $(find /var/lib/apt/lists -maxdepth 1 -name '*Release' -mmin -1440 2>/dev/null) ]] && install; then
+		:
+	else
+		PATH=$shim:$PATH apt-get update -q
+		install
+	fi
 	cleanup
 	trap - EXIT
 fi
@@ -63,6 +70,15 @@ for svc in prometheus victoria-metrics prometheus-node-exporter; do
 		/etc/init.d/$svc stop >/dev/null 2>&1 || true
 	fi
 done
+
+# pmcd refuses to start when neither the host name nor localhost resolves
+# (minimal containers without /etc/hosts entries).
+if ! getent hosts localhost >/dev/null 2>&1; then
+	echo "127.0.0.1 localhost" >>/etc/hosts
+fi
+if ! getent hosts "$(hostname)" >/dev/null 2>&1; then
+	echo "127.0.1.1 $(hostname)" >>/etc/hosts
+fi
 
 pcp_answers() {
 	pminfo -f mmv.control.files >/dev/null 2>&1
