@@ -4,7 +4,9 @@
 # an empty base by deploy/image (go-containerregistry), written as an OCI image
 # layout to bin/image (and a `docker load` tarball bin/pcp-exporter-image.tar),
 # then read back: the binary is extracted from the image's filesystem and run
-# with --version. The Dockerfile builds the same image with Docker.
+# with --version. The Dockerfile builds the same image with Docker. The example
+# application examples/mmvapp gets the same kind of image (bin/mmvapp-image),
+# the one examples/kubernetes/sidecar.yaml runs beside the exporter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${IMAGE_OUT:-bin}
@@ -21,3 +23,14 @@ certs=/etc/ssl/certs/ca-certificates.crt
 	-version "$VERSION" \
 	-ca-certificates "$certs" \
 	-check)
+
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$OUT/mmvapp" ./examples/mmvapp
+(cd deploy && go run ./image \
+	-binary "../$OUT/mmvapp" \
+	-path /mmvapp -cmd "" -title mmvapp -port - \
+	-out "../$OUT/mmvapp-image" \
+	-tarball "../$OUT/mmvapp-image.tar" \
+	-ref "ghcr.io/pcp-exporter/mmvapp:$VERSION" \
+	-version "$VERSION" \
+	-ca-certificates "" \
+	-check -check.args=-version -check.want="mmvapp ")

@@ -4,7 +4,8 @@
 // base, as one OCI layer, and writes an OCI image layout directory (and, with
 // -tarball, a `docker load` tarball). The result is what the Dockerfile at the
 // repository root builds: a non-root (65534:65534) image whose entrypoint is
-// /pcp-exporter.
+// /pcp-exporter. With -path, -cmd, -title and -port it builds the same kind of
+// image for another static binary (the example application examples/mmvapp).
 //
 // With -check it then reads the image back from the layout, checks its
 // configuration, extracts the binary from the image's filesystem and runs it
@@ -37,7 +38,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// Image facts shared with the Dockerfile and the Helm chart.
+// Image facts of the pcp-exporter image, shared with the Dockerfile and the
+// Helm chart.
 const (
 	binaryPath = "/pcp-exporter"
 	user       = "65534:65534"
@@ -46,7 +48,11 @@ const (
 
 // Options describe one image build.
 type Options struct {
-	Binary  string    // static pcp-exporter binary to put at /pcp-exporter
+	Binary  string    // static binary to put at Path
+	Path    string    // path of the binary in the image, the entrypoint ("" for /pcp-exporter)
+	Cmd     []string  // default arguments (nil for ["serve"])
+	Title   string    // image title label ("" for pcp-exporter)
+	Port    string    // exposed port ("" for 9464/tcp; "-" for none)
 	CACerts string    // CA bundle copied to /etc/ssl/certs/ca-certificates.crt ("" for none)
 	Version string    // image version label
 	Created time.Time // creation time (fixed for reproducible builds)
@@ -68,7 +74,24 @@ func Build(o Options) (v1.Image, error) {
 			return nil, fmt.Errorf("image: CA certificates: %w", err)
 		}
 	}
-	layerTar, err := rootfs(bin, certs, o.Created)
+	if o.Path == "" {
+		o.Path = binaryPath
+	}
+	if o.Cmd == nil {
+		o.Cmd = []string{"serve"}
+	}
+	if o.Title == "" {
+		o.Title = "pcp-exporter"
+	}
+	ports := map[string]struct{}{port: {}}
+	switch o.Port {
+	case "":
+	case "-":
+		ports = nil
+	default:
+		ports = map[string]struct{}{o.Port: {}}
+	}
+	layerTar, err := rootfs(o.Path, bin, certs, o.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +108,7 @@ func Build(o Options) (v1.Image, error) {
 		MediaType: types.OCILayer,
 		History: v1.History{
 			Created:   v1.Time{Time: o.Created},
-			CreatedBy: "pcp-exporter deploy/image: static binary on an empty base",
+			CreatedBy: "deploy/image: static binary on an empty base",
 		},
 	})
 	if err != nil {
@@ -101,13 +124,13 @@ func Build(o Options) (v1.Image, error) {
 	cf.Created = v1.Time{Time: o.Created}
 	cf.Config = v1.Config{
 		User:         user,
-		Entrypoint:   []string{binaryPath},
-		Cmd:          []string{"serve"},
-		ExposedPorts: map[string]struct{}{port: {}},
+		Entrypoint:   []string{o.Path},
+		Cmd:          o.Cmd,
+		ExposedPorts: ports,
 		Env:          []string{"PCP_TMP_DIR=/var/lib/pcp/tmp"},
 		WorkingDir:   "/",
 		Labels: map[string]string{
-			"org.opencontainers.image.title":    "pcp-exporter",
+			"org.opencontainers.image.title":    o.Title,
 			"org.opencontainers.image.source":   "https://github.com/pcp-exporter/pcp-exporter",
 			"org.opencontainers.image.version":  o.Version,
 			"org.opencontainers.image.licenses": "Apache-2.0",
@@ -121,7 +144,7 @@ func Build(o Options) (v1.Image, error) {
 }
 
 // rootfs returns the image's single layer as an uncompressed tar.
-func rootfs(bin, certs []byte, mtime time.Time) ([]byte, error) {
+func rootfs(path string, bin, certs []byte, mtime time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dir := func(name string, mode int64) error {
@@ -135,7 +158,7 @@ func rootfs(bin, certs []byte, mtime time.Time) ([]byte, error) {
 		return err
 	}
 	steps := []func() error{
-		func() error { return file(strings.TrimPrefix(binaryPath, "/"), 0o755, bin) },
+		func() error { return file(strings.TrimPrefix(path, "/"), 0o755, bin) },
 		func() error { return dir("etc/", 0o755) },
 		func() error {
 			return file("etc/passwd", 0o644, []byte("root:x:0:0:root:/:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"))
@@ -146,7 +169,7 @@ func rootfs(bin, certs []byte, mtime time.Time) ([]byte, error) {
 		func() error { return dir("var/lib/", 0o755) },
 		func() error { return dir("var/lib/pcp/", 0o755) },
 		func() error { return dir("var/lib/pcp/tmp/", 0o755) },
-		func() error { return dir("var/lib/pcp/tmp/mmv/", 0o755) },
+		func() error { return dir("var/lib/pcp/tmp/mmv/", 0o1777) }, // writable by the example application without a volume
 	}
 	if certs != nil {
 		steps = append(steps,
@@ -182,10 +205,12 @@ func WriteLayout(dir string, img v1.Image, ref string) error {
 	return nil
 }
 
-// Check reads the image at the OCI layout dir, verifies its configuration,
-// extracts /pcp-exporter from its filesystem into tmp, runs it with
-// --version, and returns that output.
-func Check(dir, tmp string) (string, error) {
+// Check reads the image at the OCI layout dir, verifies its configuration
+// (non-root numeric user, a single-binary entrypoint), extracts the
+// entrypoint's binary from the image's filesystem into tmp, runs it with
+// args in an empty environment, and returns the output, which must start
+// with want.
+func Check(dir, tmp string, args []string, want string) (string, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
 		return "", fmt.Errorf("image: check: %w", err)
@@ -212,10 +237,11 @@ func Check(dir, tmp string) (string, error) {
 	if err := checkConfig(cf); err != nil {
 		return "", err
 	}
+	entry := cf.Config.Entrypoint[0]
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	tr := tar.NewReader(rc)
-	out := filepath.Join(tmp, "pcp-exporter-from-image")
+	out := filepath.Join(tmp, filepath.Base(entry)+"-from-image")
 	found := false
 	for {
 		h, err := tr.Next()
@@ -225,11 +251,11 @@ func Check(dir, tmp string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("image: check: read filesystem: %w", err)
 		}
-		if filepath.Clean("/"+h.Name) != binaryPath {
+		if filepath.Clean("/"+h.Name) != entry {
 			continue
 		}
 		if h.Mode&0o111 == 0 {
-			return "", fmt.Errorf("image: check: %s is not executable (mode %o)", binaryPath, h.Mode)
+			return "", fmt.Errorf("image: check: %s is not executable (mode %o)", entry, h.Mode)
 		}
 		f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
 		if err != nil {
@@ -245,16 +271,16 @@ func Check(dir, tmp string) (string, error) {
 		found = true
 	}
 	if !found {
-		return "", fmt.Errorf("image: check: %s not in the image", binaryPath)
+		return "", fmt.Errorf("image: check: %s not in the image", entry)
 	}
-	cmd := exec.Command(out, "--version")
+	cmd := exec.Command(out, args...)
 	cmd.Env = []string{} // as in an empty container: no PATH, no HOME
 	b, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("image: check: %s --version: %w: %s", binaryPath, err, b)
+		return "", fmt.Errorf("image: check: %s %s: %w: %s", entry, strings.Join(args, " "), err, b)
 	}
-	if !strings.HasPrefix(string(b), "pcp-exporter, version ") {
-		return "", fmt.Errorf("image: check: unexpected --version output %q", b)
+	if !strings.HasPrefix(string(b), want) {
+		return "", fmt.Errorf("image: check: %s %s printed %q, want it to start with %q", entry, strings.Join(args, " "), b, want)
 	}
 	return string(b), nil
 }
@@ -265,8 +291,8 @@ func checkConfig(cf *v1.ConfigFile) error {
 	if n, err := strconv.Atoi(uid); err != nil || n == 0 {
 		return fmt.Errorf("image: check: user %q is not a numeric non-root uid", c.User)
 	}
-	if len(c.Entrypoint) != 1 || c.Entrypoint[0] != binaryPath {
-		return fmt.Errorf("image: check: entrypoint %q, want [%s]", c.Entrypoint, binaryPath)
+	if len(c.Entrypoint) != 1 || !strings.HasPrefix(c.Entrypoint[0], "/") {
+		return fmt.Errorf("image: check: entrypoint %q, want one absolute path", c.Entrypoint)
 	}
 	if cf.OS != "linux" {
 		return fmt.Errorf("image: check: os %q, want linux", cf.OS)
@@ -276,37 +302,51 @@ func checkConfig(cf *v1.ConfigFile) error {
 
 func main() {
 	var (
-		binary  = flag.String("binary", "pcp-exporter", "static pcp-exporter binary (CGO_ENABLED=0)")
-		out     = flag.String("out", "bin/image", "OCI image layout directory to write")
-		tarFile = flag.String("tarball", "", "also write a `docker load` tarball here")
-		ref     = flag.String("ref", "ghcr.io/pcp-exporter/pcp-exporter:dev", "image reference (tag) to record")
-		version = flag.String("version", "dev", "value of the org.opencontainers.image.version label")
-		certs   = flag.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "CA bundle to include (\"\" for none)")
-		arch    = flag.String("arch", runtime.GOARCH, "GOARCH of the binary")
-		check   = flag.Bool("check", false, "read the image back, extract the binary and run it with --version")
+		binary    = flag.String("binary", "pcp-exporter", "static binary (CGO_ENABLED=0)")
+		path      = flag.String("path", binaryPath, "path of the binary in the image (the entrypoint)")
+		cmdArgs   = flag.String("cmd", "serve", "default arguments, comma-separated (\"\" for none)")
+		title     = flag.String("title", "pcp-exporter", "image title label")
+		exposed   = flag.String("port", port, "exposed port (\"-\" for none)")
+		out       = flag.String("out", "bin/image", "OCI image layout directory to write")
+		tarFile   = flag.String("tarball", "", "also write a `docker load` tarball here")
+		ref       = flag.String("ref", "ghcr.io/pcp-exporter/pcp-exporter:dev", "image reference (tag) to record")
+		version   = flag.String("version", "dev", "value of the org.opencontainers.image.version label")
+		certs     = flag.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "CA bundle to include (\"\" for none)")
+		arch      = flag.String("arch", runtime.GOARCH, "GOARCH of the binary")
+		check     = flag.Bool("check", false, "read the image back, extract the binary and run it with -check.args")
+		checkArgs = flag.String("check.args", "--version", "arguments of the check run, comma-separated")
+		checkWant = flag.String("check.want", "pcp-exporter, version ", "the check run's output must start with this")
 	)
 	flag.Parse()
-	if err := run(*binary, *out, *tarFile, *ref, *version, *certs, *arch, *check); err != nil {
+	o := Options{Binary: *binary, Path: *path, Cmd: split(*cmdArgs), Title: *title, Port: *exposed, CACerts: *certs, Version: *version, Arch: *arch}
+	if err := run(o, *out, *tarFile, *ref, *check, split(*checkArgs), *checkWant); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(binary, out, tarFile, ref, version, certs, arch string, check bool) error {
-	created := time.Unix(0, 0).UTC()
+func split(s string) []string {
+	if s == "" {
+		return []string{}
+	}
+	return strings.Split(s, ",")
+}
+
+func run(o Options, out, tarFile, ref string, check bool, checkArgs []string, checkWant string) error {
+	o.Created = time.Unix(0, 0).UTC()
 	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return fmt.Errorf("image: SOURCE_DATE_EPOCH: %w", err)
 		}
-		created = time.Unix(n, 0).UTC()
+		o.Created = time.Unix(n, 0).UTC()
 	}
-	if certs != "" {
-		if _, err := os.Stat(certs); err != nil {
+	if o.CACerts != "" {
+		if _, err := os.Stat(o.CACerts); err != nil {
 			return fmt.Errorf("image: CA certificates: %w (install ca-certificates or pass -ca-certificates=\"\")", err)
 		}
 	}
-	img, err := Build(Options{Binary: binary, CACerts: certs, Version: version, Created: created, Arch: arch})
+	img, err := Build(o)
 	if err != nil {
 		return err
 	}
@@ -326,16 +366,16 @@ func run(binary, out, tarFile, ref, version, certs, arch string, check bool) err
 		fmt.Printf("image: wrote %s (docker load -i %s)\n", tarFile, tarFile)
 	}
 	if check {
-		tmp, err := os.MkdirTemp("", "pcp-exporter-image-check")
+		tmp, err := os.MkdirTemp("", "image-check")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		v, err := Check(out, tmp)
+		v, err := Check(out, tmp, checkArgs, checkWant)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("image: check ok: the binary extracted from the image answers --version:\n%s", v)
+		fmt.Printf("image: check ok: the binary extracted from the image answers %s:\n%s", strings.Join(checkArgs, " "), v)
 	}
 	return nil
 }

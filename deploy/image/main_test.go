@@ -33,7 +33,7 @@ func TestImage(t *testing.T) {
 	if err := WriteLayout(layoutDir, img, "example.invalid/pcp-exporter:test"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := Check(layoutDir, dir)
+	out, err := Check(layoutDir, dir, []string{"--version"}, "pcp-exporter, version ")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,13 @@ func main() {
 		name     = flag.String("name", "mmvapp", "MMV file name (the metric prefix mmv.<name>.)")
 		interval = flag.Duration("interval", time.Second, "simulated traffic interval")
 		ticks    = flag.Int("ticks", 0, "stop changing values after this many ticks (0: never); the process keeps running")
+		version  = flag.Bool("version", false, "print the version and exit")
 	)
 	flag.Parse()
+	if *version {
+		fmt.Printf("mmvapp %s\n", shop.Version)
+		return
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		log.Error("mmv directory", "err", err)
