@@ -1,0 +1,826 @@
+package archive
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// ReplayOptions configures a Replay.
+type ReplayOptions struct {
+	// Interp is the rule for INSTANT and DISCRETE values between
+	// observations (default nearest, PCP 6.3.2 and later).
+	Interp semantics.InterpRule
+	// Window is the number of records kept in memory to find the next
+	// observation of each series (default 1024). Beyond it a second reader
+	// probes ahead, so memory stays bounded whatever the archive's shape.
+	Window int
+}
+
+// ErrBackwards is returned by Fetch for a time before the previous one after
+// the replay could not be restarted.
+var ErrBackwards = errors.New("replay: time went backwards")
+
+// Replay answers the values of an archive, or of several archives forming
+// one timeline (as a libpcp multi-archive context), at arbitrary times in
+// increasing order, with libpcp's interpolation (interp.c): it implements
+// source.Source, Fetch(t) interpolating at t.
+//
+// It reads the archives incrementally: the temporal index positions the
+// first read, and per metric instance only the prior observation and the
+// next one are kept (plus a bounded window of records ahead). An archive
+// that is still being written is re-read when a fetch passes its end.
+// Fetching a time earlier than the previous one restarts from the start.
+type Replay struct {
+	mu       sync.Mutex
+	archives []*Archive
+	opts     ReplayOptions
+	start    time.Time // label start of the first archive: time origin
+
+	metrics []source.Metric
+	descs   map[semantics.PMID]semantics.Desc
+
+	pms  map[semantics.PMID]*pmState
+	want []*icp
+
+	feed    *feed
+	win     []*winRec // records read ahead of the position, oldest first
+	spare   []*winRec
+	end     time.Time
+	haveEnd bool
+	lastReq float64
+	fetched bool
+}
+
+type pmState struct {
+	desc       semantics.Desc
+	icps       []*icp // candidate instances, in instance id order
+	byInst     map[int32]*icp
+	caliper    map[int32][2]float64 // birth, death (seconds from start)
+	lastNumval int
+	numval     int
+	typeErr    bool
+}
+
+// icp is libpcp's instcntl_t: the interpolation bounds of one instance.
+// Times are seconds from the start, -1 when unset.
+type icp struct {
+	inst     int32
+	tPrior   float64
+	tNext    float64
+	kPrior   semantics.BoundKind
+	kNext    semantics.BoundKind
+	scPrior  bool // SCANNED: no need to search back again
+	scNext   bool
+	vPrior   semantics.Value
+	vNext    semantics.Value
+	bPrior   []byte
+	bNext    []byte
+	tFirst   float64
+	tLast    float64
+	search   bool
+	inresult bool
+}
+
+type winRec struct {
+	t    float64
+	mark bool
+	sets []source.ValueSet
+	vals []source.InstValue
+	buf  []byte
+	ai   int
+	vol  int
+	off  int64
+	time time.Time
+}
+
+// NewReplay replays archives (sorted by their start time) as one timeline.
+func NewReplay(archives []*Archive, opts ReplayOptions) (*Replay, error) {
+	if len(archives) == 0 {
+		return nil, errors.New("replay: no archive")
+	}
+	if opts.Window <= 0 {
+		opts.Window = 1024
+	}
+	as := append([]*Archive(nil), archives...)
+	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
+	r := &Replay{archives: as, opts: opts, start: as[0].Label().Start, descs: map[semantics.PMID]semantics.Desc{}}
+	seen := map[string]bool{}
+	for _, a := range as {
+		for _, m := range a.Metrics() {
+			if seen[m.Name] {
+				continue
+			}
+			seen[m.Name] = true
+			r.metrics = append(r.metrics, m)
+			if _, ok := r.descs[m.Desc.PMID]; !ok {
+				r.descs[m.Desc.PMID] = m.Desc
+			}
+		}
+	}
+	sort.SliceStable(r.metrics, func(i, j int) bool { return r.metrics[i].Name < r.metrics[j].Name })
+	r.pms = map[semantics.PMID]*pmState{}
+	r.reset()
+	return r, nil
+}
+
+// Start returns the start of the timeline (the first archive's label).
+func (r *Replay) Start() time.Time { return r.start }
+
+// End returns the time of the last record of the timeline, re-reading a
+// last archive that grew.
+func (r *Replay) End() (time.Time, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.refreshEnd(); err != nil {
+		return time.Time{}, err
+	}
+	return r.end, nil
+}
+
+// Archives returns the archives of the timeline, in time order.
+func (r *Replay) Archives() []*Archive { return r.archives }
+
+// Metrics returns every metric of the archives, in name order.
+func (r *Replay) Metrics() []source.Metric { return r.metrics }
+
+// Instances returns every instance the archives list for the domain (the
+// union, as pmGetInDomArchive), by id.
+func (r *Replay) Instances(indom semantics.InDom) []source.Instance {
+	if len(r.archives) == 1 {
+		return r.archives[0].Instances(indom)
+	}
+	byID := map[int32]source.Instance{}
+	for _, a := range r.archives {
+		for _, in := range a.Instances(indom) {
+			if _, ok := byID[in.ID]; !ok {
+				byID[in.ID] = in
+			}
+		}
+	}
+	out := make([]source.Instance, 0, len(byID))
+	for _, in := range byID {
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Close closes the readers and the archives.
+func (r *Replay) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.feed.close()
+	var first error
+	for _, a := range r.archives {
+		if err := a.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// reset forgets every bound and restarts reading (a fetch before the
+// previous one, or a fetch naming a metric not followed so far).
+func (r *Replay) reset() {
+	if r.feed != nil {
+		r.feed.close()
+	}
+	r.feed = &feed{archives: r.archives}
+	r.spare = append(r.spare, r.win...)
+	r.win = r.win[:0]
+	for p := range r.pms {
+		r.pms[p] = r.newPM(p)
+	}
+	r.fetched = false
+}
+
+func (r *Replay) newPM(p semantics.PMID) *pmState {
+	d, ok := r.descs[p]
+	if !ok {
+		return nil
+	}
+	pm := &pmState{desc: d, byInst: map[int32]*icp{}, lastNumval: -1}
+	add := func(inst int32) {
+		c := &icp{inst: inst, tPrior: -1, tNext: -1, tFirst: -1, tLast: -1}
+		pm.icps = append(pm.icps, c)
+		pm.byInst[inst] = c
+	}
+	if d.InDom == semantics.InDomNull {
+		add(semantics.InNull)
+	} else {
+		for _, in := range r.Instances(d.InDom) {
+			add(in.ID)
+		}
+		pm.caliper = r.caliper(d.InDom)
+	}
+	return pm
+}
+
+// secs is libpcp's time measure: seconds from the archive start as a double
+// (__pmTimestampSub: seconds and nanoseconds subtracted separately).
+func (r *Replay) secs(t time.Time) float64 {
+	ds := t.Unix() - r.start.Unix()
+	dn := int64(t.Nanosecond()) - int64(r.start.Nanosecond())
+	return float64(ds) + float64(dn)/1e9
+}
+
+func (r *Replay) refreshEnd() error {
+	last := r.archives[len(r.archives)-1]
+	if r.haveEnd {
+		if err := last.Refresh(); err != nil {
+			return err
+		}
+	}
+	end, err := last.End()
+	if err != nil {
+		return err
+	}
+	r.end, r.haveEnd = end, true
+	return nil
+}
+
+// Fetch fills res with the values of pmids interpolated at t, following
+// libpcp's __pmLogFetchInterp step by step (forward direction): bounds are
+// kept per instance between fetches, the archive is rolled forward only
+// when some instance lacks a lower bound, and searched forward only for
+// instances lacking an upper bound.
+func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tReq := r.secs(t)
+	if tReq < -0.001 {
+		return fmt.Errorf("%s: %w", t.UTC().Format(time.RFC3339Nano), semantics.ErrEOL)
+	}
+	if !r.haveEnd {
+		if err := r.refreshEnd(); err != nil {
+			return err
+		}
+	}
+	if tReq > r.secs(r.end)+0.001 {
+		if err := r.refreshEnd(); err != nil {
+			return err
+		}
+		if tReq > r.secs(r.end) {
+			return fmt.Errorf("%s is after the end of the archive (%s): %w", t.UTC().Format(time.RFC3339Nano), r.end.UTC().Format(time.RFC3339Nano), semantics.ErrEOL)
+		}
+	}
+	added := false
+	for _, p := range pmids {
+		if _, ok := r.pms[p]; !ok {
+			r.pms[p] = r.newPM(p)
+			added = true
+		}
+	}
+	if r.fetched && (tReq < r.lastReq || added) {
+		r.reset()
+	}
+	// zeroth and first pass: which instances are wanted.
+	r.want = r.want[:0]
+	for _, p := range pmids {
+		pm := r.pms[p]
+		if pm == nil {
+			continue
+		}
+		pm.numval, pm.typeErr = 0, false
+		for _, c := range pm.icps {
+			c.search = false
+			c.inresult = true
+			if b, ok := pm.caliper[c.inst]; ok && (tReq < b[0] || tReq > b[1]) {
+				c.inresult = false
+				continue
+			}
+			pm.numval++
+			r.want = append(r.want, c)
+		}
+	}
+	seenMark := false
+	if !r.fetched {
+		// Positioning: every record up to tReq gives the bounds a backward
+		// search from tReq would find (marks included, none "seen").
+		r.feed.seek(t)
+		if err := r.roll(tReq, nil); err != nil {
+			return err
+		}
+		for _, p := range pmids {
+			if pm := r.pms[p]; pm != nil {
+				pm.lastNumval = -1
+			}
+		}
+	}
+	// second pass: lower bounds.
+	doneRoll := false
+	back := 0
+	for _, c := range r.want {
+		if c.tFirst >= 0 && tReq < c.tFirst {
+			continue
+		}
+		if c.tPrior < 0 || c.tPrior > tReq {
+			if back == 0 && !doneRoll {
+				doneRoll = true
+				if err := r.roll(tReq, &seenMark); err != nil {
+					return err
+				}
+			}
+		}
+		if (c.kPrior == semantics.BoundUndefined && !c.scPrior) ||
+			(c.tPrior > tReq && !c.scPrior) ||
+			(c.kNext == semantics.BoundMark && c.tPrior == tReq) {
+			back++
+			c.search = true
+		}
+	}
+	if back > 0 {
+		// Everything before the read position has been applied to the
+		// bounds already, so a backward search finds nothing new: mark the
+		// region scanned, as libpcp does when it reaches the start.
+		for _, c := range r.want {
+			if !c.search {
+				continue
+			}
+			if c.kPrior != semantics.BoundUndefined && c.tPrior <= tReq {
+				c.scPrior = true
+			} else if c.tFirst < tReq {
+				c.tFirst = tReq
+				c.scPrior = true
+			}
+			c.search = false
+		}
+	}
+	// third pass: upper bounds.
+	forw := 0
+	for _, c := range r.want {
+		if c.tLast >= 0 && tReq > c.tLast {
+			continue
+		}
+		if (c.kNext == semantics.BoundUndefined && !c.scNext) ||
+			c.tNext < tReq ||
+			(c.kPrior == semantics.BoundMark && c.tNext == tReq) {
+			forw++
+			c.search = true
+		}
+	}
+	if forw > 0 {
+		if err := r.searchForward(tReq, forw, &seenMark); err != nil {
+			return err
+		}
+	}
+	r.answer(pmids, tReq, seenMark, res)
+	res.Time = t
+	r.lastReq, r.fetched = tReq, true
+	return nil
+}
+
+// next returns the record at window position i, reading it if needed; nil
+// at the end of the timeline.
+func (r *Replay) at(i int) (*winRec, error) {
+	for len(r.win) <= i {
+		ok, err := r.readOne()
+		if err != nil || !ok {
+			return nil, err
+		}
+	}
+	return r.win[i], nil
+}
+
+func (r *Replay) pop() {
+	w := r.win[0]
+	copy(r.win, r.win[1:])
+	r.win[len(r.win)-1] = nil
+	r.win = r.win[:len(r.win)-1]
+	r.spare = append(r.spare, w)
+}
+
+// roll is do_roll: read forward from the position while records are at or
+// before tReq, updating the bounds; the position moves past them.
+func (r *Replay) roll(tReq float64, seenMark *bool) error {
+	for {
+		w, err := r.at(0)
+		if err != nil || w == nil {
+			return err
+		}
+		if w.t > tReq {
+			return nil
+		}
+		r.updateBounds(w, tReq, true, nil, seenMark)
+		r.pop()
+	}
+}
+
+// searchForward reads forward from the position until every searching
+// instance has an upper bound (or a mark), or the end; records at or before
+// tReq move the position.
+func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
+	done := 0
+	i := 0
+	forget := func(tThis float64) {
+		for _, c := range r.want {
+			if c.search && c.tLast >= 0 && tThis >= c.tLast {
+				c.search = false
+				c.scNext = true
+				done++
+			}
+		}
+	}
+	var probe *feed
+	defer func() {
+		if probe != nil {
+			probe.close()
+		}
+	}()
+	var pw winRec
+	for done < forw {
+		var w *winRec
+		if probe == nil && i >= r.opts.Window && len(r.win) > 0 {
+			last := r.win[len(r.win)-1]
+			probe = &feed{archives: r.archives}
+			probe.seekPos(last.ai, last.vol, last.off, last.time)
+		}
+		if probe != nil {
+			rec, ai, ok, err := probe.next()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			r.fillWin(&pw, rec, ai)
+			w = &pw
+		} else {
+			var err error
+			w, err = r.at(i)
+			if err != nil {
+				return err
+			}
+			if w == nil {
+				break
+			}
+		}
+		r.updateBounds(w, tReq, true, &done, seenMark)
+		forget(w.t)
+		if w.t <= tReq && probe == nil && i == 0 {
+			r.pop()
+		} else if probe == nil {
+			i++
+		}
+	}
+	for _, c := range r.want {
+		if !c.search && !(c.tNext < tReq) {
+			continue
+		}
+		if c.search && c.tNext < tReq && (c.tLast < 0 || tReq < c.tLast) {
+			c.tLast = tReq
+			c.scNext = true
+		}
+		c.search = false
+	}
+	return nil
+}
+
+// updateBounds is libpcp's update_bounds for one record (forw: rolling or
+// searching forwards, else the initial positioning).
+func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, seenMark *bool) {
+	tThis := w.t
+	if w.mark {
+		for _, c := range r.want {
+			if tThis <= tReq && (tThis >= c.tPrior || c.tPrior > tReq) {
+				c.tPrior, c.kPrior, c.scPrior = tThis, semantics.BoundMark, false
+				if seenMark != nil {
+					*seenMark = true
+				}
+			}
+			if tThis >= tReq && (tThis <= c.tNext || c.tNext < 0 || c.tNext < tReq) {
+				c.tNext, c.kNext, c.scNext = tThis, semantics.BoundMark, false
+				if c.search && done != nil {
+					c.search = false
+					*done++
+					c.scNext = true
+				}
+			}
+		}
+		return
+	}
+	for i := range w.sets {
+		set := &w.sets[i]
+		pm := r.pms[set.PMID]
+		if pm == nil || set.Err != nil {
+			continue
+		}
+		for _, iv := range set.Values {
+			c := pm.byInst[iv.Inst]
+			if c == nil {
+				if len(pm.icps) == 1 && pm.icps[0].inst == semantics.InNull {
+					c = pm.icps[0]
+				} else {
+					continue
+				}
+			}
+			if !c.inresult {
+				continue
+			}
+			if tThis <= tReq && (c.tPrior > tReq || tThis >= c.tPrior) {
+				if c.tPrior < c.tNext && c.tPrior >= tReq {
+					c.tNext, c.kNext, c.scNext = c.tPrior, c.kPrior, false
+					c.bNext = setValue(&c.vNext, c.vPrior, c.bNext)
+				}
+				c.tPrior, c.kPrior = tThis, semantics.BoundValue
+				c.bPrior = setValue(&c.vPrior, iv.Value, c.bPrior)
+			}
+			if tThis >= tReq && (c.tNext < tReq || tThis <= c.tNext) {
+				if c.tPrior < c.tNext && c.tNext <= tReq {
+					c.tPrior, c.kPrior, c.scPrior = c.tNext, c.kNext, false
+					c.bPrior = setValue(&c.vPrior, c.vNext, c.bPrior)
+				}
+				c.tNext, c.kNext = tThis, semantics.BoundValue
+				c.bNext = setValue(&c.vNext, iv.Value, c.bNext)
+				if forw && c.search && done != nil {
+					c.search = false
+					*done++
+					c.scNext = true
+				}
+			}
+		}
+	}
+}
+
+// setValue copies v into *dst, byte payloads into buf (reused).
+func setValue(dst *semantics.Value, v semantics.Value, buf []byte) []byte {
+	if v.Type().IsNumeric() {
+		dst.SetNumeric(v.Type(), v.Bits())
+		return buf
+	}
+	buf = append(buf[:0], v.Bytes()...)
+	dst.SetBytes(v.Type(), buf)
+	return buf
+}
+
+// readOne appends the next record of the timeline to the window.
+func (r *Replay) readOne() (bool, error) {
+	rec, ai, ok, err := r.feed.next()
+	if err != nil || !ok {
+		return false, err
+	}
+	var w *winRec
+	if n := len(r.spare); n > 0 {
+		w = r.spare[n-1]
+		r.spare = r.spare[:n-1]
+	} else {
+		w = &winRec{}
+	}
+	r.fillWin(w, rec, ai)
+	r.win = append(r.win, w)
+	return true, nil
+}
+
+// fillWin copies the sets of rec that belong to followed metrics into w.
+func (r *Replay) fillWin(w *winRec, rec *Record, ai int) {
+	w.time = rec.Time
+	w.t = r.secs(rec.Time)
+	w.mark = rec.Mark
+	w.ai, w.vol, w.off = ai, rec.Vol, rec.Off
+	w.sets = w.sets[:0]
+	w.vals = w.vals[:0]
+	w.buf = w.buf[:0]
+	for _, s := range rec.Sets {
+		if r.pms[s.PMID] == nil {
+			continue
+		}
+		w.vals = append(w.vals, s.Values...)
+		for _, v := range s.Values {
+			if !v.Value.Type().IsNumeric() {
+				w.buf = append(w.buf, v.Value.Bytes()...)
+			}
+		}
+	}
+	vi, bi := 0, 0
+	for _, s := range rec.Sets {
+		if r.pms[s.PMID] == nil {
+			continue
+		}
+		vals := w.vals[vi : vi+len(s.Values) : vi+len(s.Values)]
+		for j := range vals {
+			if v := vals[j].Value; !v.Type().IsNumeric() {
+				n := len(v.Bytes())
+				vals[j].Value.SetBytes(v.Type(), w.buf[bi:bi+n:bi+n])
+				bi += n
+			}
+		}
+		vi += len(s.Values)
+		w.sets = append(w.sets, source.ValueSet{PMID: s.PMID, Err: s.Err, Values: vals})
+	}
+}
+
+// hashThreshold is libpcp's HASH_THRESHOLD: instance domains that ever hold
+// this many instances get birth and death times (time_caliper).
+const hashThreshold = 16
+
+func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
+	type snap struct {
+		t     float64
+		insts map[int32]bool
+	}
+	var snaps []snap
+	big := false
+	for _, a := range r.archives {
+		for _, ct := range a.InDomChanges(indom) {
+			s := snap{t: r.secs(ct), insts: map[int32]bool{}}
+			for _, in := range a.InstancesAt(indom, ct) {
+				s.insts[in.ID] = true
+			}
+			if len(s.insts) >= hashThreshold {
+				big = true
+			}
+			snaps = append(snaps, s)
+		}
+	}
+	if !big {
+		return nil
+	}
+	sort.SliceStable(snaps, func(i, j int) bool { return snaps[i].t < snaps[j].t })
+	out := map[int32][2]float64{}
+	for i, s := range snaps {
+		for id := range s.insts {
+			c, ok := out[id]
+			if !ok {
+				c = [2]float64{s.t, math.Inf(1)}
+			}
+			if i+1 < len(snaps) {
+				c[1] = snaps[i+1].t
+			} else {
+				c[1] = math.Inf(1)
+			}
+			out[id] = c
+		}
+	}
+	return out
+}
+
+// answer builds the result from the bounds: the availability check and the
+// value choice of __pmLogFetchInterp.
+func (r *Replay) answer(pmids []semantics.PMID, tReq float64, seenMark bool, res *source.Result) {
+	if cap(res.Sets) < len(pmids) {
+		sets := make([]source.ValueSet, len(pmids))
+		copy(sets, res.Sets)
+		res.Sets = sets
+	}
+	res.Sets = res.Sets[:len(pmids)]
+	for i, p := range pmids {
+		vs := &res.Sets[i]
+		vs.PMID, vs.Err = p, nil
+		vals := vs.Values[:0]
+		pm := r.pms[p]
+		if pm == nil {
+			vs.Err = semantics.ErrPMIDLog
+			vs.Values = vals
+			continue
+		}
+		d := pm.desc
+		numval := pm.numval
+		for _, c := range pm.icps {
+			if !c.inresult {
+				continue
+			}
+			prior := semantics.Bound{Kind: c.kPrior, T: c.tPrior, V: c.vPrior}
+			next := semantics.Bound{Kind: c.kNext, T: c.tNext, V: c.vNext}
+			if d.Sem == semantics.SemDiscrete {
+				if c.kPrior != semantics.BoundValue || c.tPrior > tReq {
+					c.inresult = false
+					numval--
+					continue
+				}
+			} else {
+				if c.kPrior != semantics.BoundValue || c.tPrior > tReq || c.kNext != semantics.BoundValue || c.tNext < tReq {
+					c.inresult = false
+					numval--
+					continue
+				}
+				if d.Sem == semantics.SemCounter {
+					if !d.Type.IsNumeric() {
+						pm.typeErr = true
+						continue
+					}
+					if seenMark && pm.lastNumval > 0 {
+						c.inresult = false
+						numval--
+						continue
+					}
+				}
+			}
+			v, ok := interpolateAt(d, r.opts.Interp, &prior, &next, tReq)
+			if !ok {
+				continue
+			}
+			vals = append(vals, source.InstValue{Inst: c.inst, Value: v})
+		}
+		vs.Values = vals
+		if pm.typeErr {
+			vs.Err = semantics.ErrType
+			vs.Values = vals[:0]
+			pm.lastNumval = int(semantics.ErrType)
+			continue
+		}
+		pm.lastNumval = numval
+	}
+}
+
+// interpolateAt chooses the value of an instance that passed the
+// availability check. Strings and aggregates are the prior bound's value as
+// is, even when the next bound is at tReq (libpcp copies v_prior).
+func interpolateAt(d semantics.Desc, rule semantics.InterpRule, prior, next *semantics.Bound, tReq float64) (semantics.Value, bool) {
+	if !d.Type.IsNumeric() {
+		if prior.T >= 0 && prior.Kind == semantics.BoundValue {
+			return prior.V, true
+		}
+		return semantics.Value{}, false
+	}
+	return semantics.Interpolate(d.Type, d.Sem, rule, prior, next, tReq)
+}
+
+// feed reads the records of the timeline in order, with a <mark> record
+// synthesized between consecutive archives, 1 ms after the last record of
+// the earlier one (as pmlogextract marks a gap).
+type feed struct {
+	archives []*Archive
+	ai       int
+	r        *Reader
+	started  bool
+	last     time.Time
+	mark     Record
+	seq      uint64
+}
+
+// seek starts the feed at the start of the archive holding t: the bounds
+// libpcp finds by searching back from t (possibly to the archive start) are
+// those of every record up to t.
+func (f *feed) seek(t time.Time) {
+	f.ai = 0
+	for i, a := range f.archives {
+		if !a.Label().Start.After(t) {
+			f.ai = i
+		}
+	}
+	f.r = f.archives[f.ai].Records()
+	f.started = true
+}
+
+// seekPos starts the feed just after the record at (vol, off) of archive ai.
+func (f *feed) seekPos(ai, vol int, off int64, t time.Time) {
+	f.ai = ai
+	f.started = true
+	f.last = t
+	a := f.archives[ai]
+	if vol < 0 { // a synthesized mark: the next archive's start
+		f.r = a.Records()
+		return
+	}
+	r := a.Records()
+	st := a.state()
+	for vi, v := range st.vols {
+		if v.num == vol {
+			r.vi, r.start = vi, off
+			break
+		}
+	}
+	f.r = r
+	r.Next() // the record itself
+}
+
+func (f *feed) next() (*Record, int, bool, error) {
+	if !f.started {
+		f.r = f.archives[0].Records()
+		f.started = true
+	}
+	for {
+		if f.r.Next() {
+			rec := f.r.Record()
+			f.last = rec.Time
+			return rec, f.ai, true, nil
+		}
+		if err := f.r.Err(); err != nil {
+			return nil, f.ai, false, err
+		}
+		if f.ai+1 >= len(f.archives) {
+			return nil, f.ai, false, nil
+		}
+		f.r.Close()
+		f.ai++
+		f.r = f.archives[f.ai].Records()
+		if !f.last.IsZero() {
+			f.mark = Record{Time: f.last.Add(time.Millisecond), Mark: true, Vol: -1}
+			return &f.mark, f.ai, true, nil
+		}
+	}
+}
+
+func (f *feed) close() {
+	if f.r != nil {
+		f.r.Close()
+		f.r = nil
+	}
+}
