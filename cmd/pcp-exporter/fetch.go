@@ -166,7 +166,14 @@ func sortedValues(vals []source.InstValue) []source.InstValue {
 // metric and instance that has a value; STRING values are always quoted,
 // other fields only when they need it.
 func appendFetchCSV(b []byte, res *source.Result, metrics []source.Metric, instName func(semantics.InDom, int32) string) []byte {
-	b = append(b, "time,metric,instance,value\n"...)
+	b = append(b, csvHeader...)
+	return appendCSVRows(b, res, metrics, instName)
+}
+
+const csvHeader = "time,metric,instance,value\n"
+
+// appendCSVRows writes the CSV rows of one result (no header).
+func appendCSVRows(b []byte, res *source.Result, metrics []source.Metric, instName func(semantics.InDom, int32) string) []byte {
 	ts := semantics.AppendTime(nil, res.Time)
 	for i, s := range res.Sets {
 		if s.Err != nil {

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive"
+)
+
+// replayFlags are the flags of replay.
+type replayFlags struct {
+	args     []string
+	start    string
+	finish   string
+	interval time.Duration
+	samples  int
+	interp   string
+	format   string
+}
+
+func init() {
+	addCommand(command{
+		name: "replay",
+		help: "Print the values of archives interpolated at regular times, as libpcp's interpolation mode gives them.",
+		setup: func(cmd *kingpin.CmdClause) func() error {
+			f := &replayFlags{}
+			cmd.Flag("start", "First sample time: RFC 3339, or +DURATION after the archive's start.").Default("+0s").StringVar(&f.start)
+			cmd.Flag("interval", "Time between samples.").Default("1s").DurationVar(&f.interval)
+			cmd.Flag("samples", "Number of samples (0: until the end of the archive or --finish).").Default("0").IntVar(&f.samples)
+			cmd.Flag("finish", "Last sample time at most: RFC 3339, or +DURATION after the archive's start.").StringVar(&f.finish)
+			cmd.Flag("interp", "Interpolation rule for instant and discrete metrics: nearest (PCP 6.3.2 and later) or prior (PCP 6.3.1 and earlier).").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
+			cmd.Flag("format", "Output format: csv or json.").Default("csv").EnumVar(&f.format, "csv", "json")
+			dflags := addDerivedFlags(cmd)
+			cmd.Arg("archive-or-metric", "Archives (base names, files of an archive, or directories of archives), then metrics or subtrees (all when none is given).").Required().StringsVar(&f.args)
+			return func() error {
+				logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+				return runReplay(os.Stdout, f, dflags, logger)
+			}
+		},
+	})
+}
+
+// splitArchiveArgs separates the leading archive arguments from the metric
+// names that follow them.
+func splitArchiveArgs(args []string) (paths, metrics []string) {
+	for i, a := range args {
+		if !isArchivePath(a) {
+			return paths, args[i:]
+		}
+		paths = append(paths, a)
+	}
+	return paths, nil
+}
+
+func isArchivePath(p string) bool {
+	if _, err := os.Stat(p); err == nil {
+		return true
+	}
+	m, _ := filepath.Glob(globEscape(p) + ".meta*")
+	return len(m) > 0
+}
+
+func globEscape(p string) string {
+	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `\`, `\\`)
+	return r.Replace(p)
+}
+
+// openArchives opens archive paths; a directory stands for every archive in
+// it (one per .meta file).
+func openArchives(paths []string) ([]*archive.Archive, error) {
+	var out []*archive.Archive
+	closeAll := func() {
+		for _, a := range out {
+			a.Close()
+		}
+	}
+	for _, p := range paths {
+		names := []string{p}
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			metas, _ := filepath.Glob(filepath.Join(globEscape(p), "*.meta*"))
+			names = names[:0]
+			seen := map[string]bool{}
+			for _, m := range metas {
+				b := archive.BaseName(m)
+				if !seen[b] {
+					seen[b] = true
+					names = append(names, b)
+				}
+			}
+			sort.Strings(names)
+			if len(names) == 0 {
+				closeAll()
+				return nil, fmt.Errorf("%s: no archive in this directory", p)
+			}
+		}
+		for _, n := range names {
+			a, err := archive.Open(n)
+			if err != nil {
+				closeAll()
+				return nil, err
+			}
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// parseWhen parses an RFC 3339 time or +DURATION after origin.
+func parseWhen(s string, origin time.Time) (time.Time, error) {
+	if rest, ok := strings.CutPrefix(s, "+"); ok {
+		d, err := time.ParseDuration(rest)
+		if err != nil {
+			if secs, err2 := strconv.ParseFloat(rest, 64); err2 == nil {
+				return origin.Add(time.Duration(secs*1e9 + 0.5)), nil
+			}
+			return time.Time{}, usagef("bad time %q: %v", s, err)
+		}
+		return origin.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, usagef("bad time %q: want RFC 3339 or +DURATION", s)
+	}
+	return t, nil
+}
+
+func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.Logger) error {
+	paths, names := splitArchiveArgs(f.args)
+	if len(paths) == 0 {
+		return usagef("%s: no such archive", f.args[0])
+	}
+	if f.interval <= 0 {
+		return usagef("--interval must be positive")
+	}
+	as, err := openArchives(paths)
+	if err != nil {
+		return err
+	}
+	rule := semantics.InterpNearest
+	if f.interp == "prior" {
+		rule = semantics.InterpPrior
+	}
+	rp, err := archive.NewReplay(as, archive.ReplayOptions{Interp: rule})
+	if err != nil {
+		return err
+	}
+	var src source.Source = rp
+	defer src.Close()
+	if src, err = dflags.wrap(src, logger); err != nil {
+		return err
+	}
+	metrics, err := selectMetrics(src.Metrics(), names)
+	if err != nil {
+		return err
+	}
+	start, err := parseWhen(f.start, rp.Start())
+	if err != nil {
+		return err
+	}
+	end, err := rp.End()
+	if err != nil {
+		return err
+	}
+	if f.finish != "" {
+		fin, err := parseWhen(f.finish, rp.Start())
+		if err != nil {
+			return err
+		}
+		if fin.Before(end) {
+			end = fin
+		}
+	}
+	pmids := make([]semantics.PMID, len(metrics))
+	for i, m := range metrics {
+		pmids[i] = m.Desc.PMID
+	}
+	instNames := map[semantics.InDom]map[int32]string{}
+	instName := func(indom semantics.InDom, id int32) string {
+		if indom == semantics.InDomNull {
+			return ""
+		}
+		names, ok := instNames[indom]
+		if !ok {
+			names = map[int32]string{}
+			for _, in := range src.Instances(indom) {
+				names[in.ID] = in.Name
+			}
+			instNames[indom] = names
+		}
+		return names[id]
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	if f.format == "csv" {
+		bw.WriteString(csvHeader)
+	}
+	var res source.Result
+	var buf []byte
+	for i := 0; f.samples <= 0 || i < f.samples; i++ {
+		t := start.Add(time.Duration(i) * f.interval)
+		if t.After(end) {
+			break
+		}
+		if err := src.Fetch(t, pmids, &res); err != nil {
+			return err
+		}
+		buf = buf[:0]
+		if f.format == "json" {
+			buf = appendFetchJSON(buf, &res, metrics)
+		} else {
+			buf = appendCSVRows(buf, &res, metrics, instName)
+		}
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
