@@ -1,0 +1,278 @@
+// Package bridge connects PCP sources to their consumers: a Prometheus
+// collector over any source.Source (live MMV files, archive replays, derived
+// metrics), mapped with package mapping, plus the exporter's own metrics
+// (per source: up, fetch duration, errors, MMV files, metrics skipped by
+// reason). It owns when sources are read and how their values become
+// samples; it knows nothing of PCP file formats.
+package bridge
+
+import (
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+)
+
+// Source is one PCP source served by a Collector.
+type Source struct {
+	// Name identifies the source in self-metrics and logs (an MMV
+	// directory, an archive path).
+	Name string
+	Src  source.Source
+	// When maps the wall time of a scrape to the time to fetch: nil for
+	// live sources (the wall time); an archive replay maps it into the
+	// archive. ok false means there is nothing to serve at this time.
+	When func(now time.Time) (t time.Time, ok bool)
+}
+
+// Collector is a prometheus.Collector serving PCP sources. Collect reads
+// every source once per scrape; scrapes are serialized.
+type Collector struct {
+	mapper  *mapping.Mapper
+	logger  *slog.Logger
+	now     func() time.Time
+	mu      sync.Mutex
+	sources []*sourceState
+	ready   chan struct{}
+	once    sync.Once
+
+	upDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
+}
+
+type sourceState struct {
+	Source
+	sig      uint64
+	families []mapping.Family
+	skipped  []mapping.Skipped
+	pmids    []semantics.PMID
+	descs    []map[string]*prometheus.Desc
+	res      source.Result
+	errors   float64
+	ok       bool
+	duration float64
+	insts    map[semantics.InDom]map[int32]*source.Instance
+}
+
+// New returns a Collector over sources, mapped by mapper.
+func New(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *Collector {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Collector{mapper: mapper, logger: logger, now: time.Now, ready: make(chan struct{})}
+	for _, s := range sources {
+		c.sources = append(c.sources, &sourceState{Source: s})
+	}
+	c.upDesc = prometheus.NewDesc("pcp_exporter_source_up", "1 when the last read of the PCP source succeeded.", []string{"source"}, nil)
+	c.durDesc = prometheus.NewDesc("pcp_exporter_source_fetch_duration_seconds", "Time the last read of the PCP source took.", []string{"source"}, nil)
+	c.errDesc = prometheus.NewDesc("pcp_exporter_source_errors_total", "Failed reads of the PCP source.", []string{"source"}, nil)
+	c.skipDesc = prometheus.NewDesc("pcp_exporter_metrics_skipped", "PCP metrics of the source not exported, by reason.", []string{"source", "reason"}, nil)
+	c.famDesc = prometheus.NewDesc("pcp_exporter_metrics_exported", "PCP metrics of the source exported as metric families.", []string{"source"}, nil)
+	c.filesDesc = prometheus.NewDesc("pcp_exporter_mmv_files", "MMV files seen in the directory, by whether they are exported.", []string{"source", "exported"}, nil)
+	return c
+}
+
+// Ready is closed once every source has been read successfully once.
+func (c *Collector) Ready() <-chan struct{} { return c.ready }
+
+// Describe sends nothing: the metric families depend on the sources'
+// current metadata (an unchecked collector).
+func (c *Collector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect reads every source and sends its samples and the self-metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	allOK := true
+	remap := false
+	for _, s := range c.sources {
+		if sig := signature(s.Src.Metrics()); sig != s.sig {
+			s.sig = sig
+			remap = true
+		}
+	}
+	if remap {
+		c.remap()
+	}
+	for _, s := range c.sources {
+		start := time.Now()
+		err := c.collectSource(s, now, ch)
+		s.duration = time.Since(start).Seconds()
+		if err != nil {
+			s.errors++
+			s.ok = false
+			allOK = false
+			c.logger.Warn("reading PCP source failed", "source", s.Name, "err", err)
+		} else {
+			s.ok = true
+		}
+		up := 0.0
+		if s.ok {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.upDesc, prometheus.GaugeValue, up, s.Name)
+		ch <- prometheus.MustNewConstMetric(c.durDesc, prometheus.GaugeValue, s.duration, s.Name)
+		ch <- prometheus.MustNewConstMetric(c.errDesc, prometheus.CounterValue, s.errors, s.Name)
+		ch <- prometheus.MustNewConstMetric(c.famDesc, prometheus.GaugeValue, float64(len(s.families)), s.Name)
+		reasons := map[mapping.SkipReason]int{}
+		for _, sk := range s.skipped {
+			reasons[sk.Reason]++
+		}
+		for r, n := range reasons {
+			ch <- prometheus.MustNewConstMetric(c.skipDesc, prometheus.GaugeValue, float64(n), s.Name, string(r))
+		}
+		if d, ok := s.Src.(interface{ Files() []mmv.FileStatus }); ok {
+			exp, not := 0, 0
+			for _, f := range d.Files() {
+				if f.Exported {
+					exp++
+				} else {
+					not++
+				}
+			}
+			ch <- prometheus.MustNewConstMetric(c.filesDesc, prometheus.GaugeValue, float64(exp), s.Name, "true")
+			ch <- prometheus.MustNewConstMetric(c.filesDesc, prometheus.GaugeValue, float64(not), s.Name, "false")
+		}
+	}
+	if allOK {
+		c.once.Do(func() { close(c.ready) })
+	}
+}
+
+// remap maps every source's metrics again, in source order, so that name
+// clashes across sources resolve the same way every time.
+func (c *Collector) remap() {
+	ns := &mapping.Namespace{}
+	for _, s := range c.sources {
+		s.families, s.skipped = c.mapper.MapAll(s.Src.Metrics(), ns)
+		for _, sk := range s.skipped {
+			if sk.Reason == mapping.SkipNameClash {
+				c.logger.Warn("metric skipped: name clash", "source", s.Name, "metric", sk.PCPName, "detail", sk.Detail)
+			}
+		}
+		s.pmids = s.pmids[:0]
+		s.descs = s.descs[:0]
+		for _, f := range s.families {
+			s.pmids = append(s.pmids, f.Desc.PMID)
+			s.descs = append(s.descs, map[string]*prometheus.Desc{})
+		}
+	}
+}
+
+func signature(ms []source.Metric) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for i := range ms {
+		h.Write([]byte(ms[i].Name))
+		p := uint32(ms[i].Desc.PMID)
+		b[0], b[1], b[2], b[3] = byte(p), byte(p>>8), byte(p>>16), byte(p>>24)
+		h.Write(b[:4])
+	}
+	return h.Sum64()
+}
+
+func (c *Collector) collectSource(s *sourceState, now time.Time, ch chan<- prometheus.Metric) error {
+	t := now
+	if s.When != nil {
+		var ok bool
+		if t, ok = s.When(now); !ok {
+			return nil
+		}
+	}
+	if len(s.pmids) == 0 {
+		return nil
+	}
+	if err := s.Src.Fetch(t, s.pmids, &s.res); err != nil {
+		return fmt.Errorf("%s: %w", s.Name, err)
+	}
+	s.insts = nil
+	for i := range s.families {
+		if i >= len(s.res.Sets) {
+			break
+		}
+		f := &s.families[i]
+		set := &s.res.Sets[i]
+		if set.Err != nil {
+			continue
+		}
+		for _, iv := range set.Values {
+			var inst *source.Instance
+			if f.Desc.InDom != semantics.InDomNull {
+				inst = s.instance(f.Desc.InDom, iv.Inst)
+			}
+			labels := f.Labels(inst)
+			names := make([]string, 0, len(labels)+1)
+			values := make([]string, 0, len(labels)+1)
+			for _, l := range labels {
+				names = append(names, l.Name)
+				values = append(values, l.Value)
+			}
+			var val float64
+			vt := prometheus.GaugeValue
+			switch f.Type {
+			case mapping.Info:
+				names = append(names, mapping.InfoValueLabel)
+				values = append(values, strings.ToValidUTF8(iv.Value.Str(), "\uFFFD"))
+				val = 1
+			case mapping.Counter:
+				vt = prometheus.CounterValue
+				val = f.Float64(iv.Value)
+			default:
+				val = f.Float64(iv.Value)
+			}
+			key := strings.Join(names, "\xff")
+			d := s.descs[i][key]
+			if d == nil {
+				d = prometheus.NewDesc(f.Name, f.Help, names, nil)
+				s.descs[i][key] = d
+			}
+			m, err := prometheus.NewConstMetric(d, vt, val, values...)
+			if err != nil {
+				c.logger.Debug("sample dropped", "metric", f.PCPName, "err", err)
+				continue
+			}
+			ch <- m
+		}
+	}
+	return nil
+}
+
+// instance finds an instance of a domain (cached for one scrape).
+func (s *sourceState) instance(indom semantics.InDom, id int32) *source.Instance {
+	if s.insts == nil {
+		s.insts = map[semantics.InDom]map[int32]*source.Instance{}
+	}
+	m, ok := s.insts[indom]
+	if !ok {
+		m = map[int32]*source.Instance{}
+		ins := s.Src.Instances(indom)
+		for i := range ins {
+			m[ins[i].ID] = &ins[i]
+		}
+		s.insts[indom] = m
+	}
+	if in := m[id]; in != nil {
+		return in
+	}
+	return &source.Instance{ID: id, Name: fmt.Sprint(id)}
+}
+
+// SortedSourceNames returns the names of the sources, sorted (for logs).
+func (c *Collector) SortedSourceNames() []string {
+	var out []string
+	for _, s := range c.sources {
+		out = append(out, s.Name)
+	}
+	sort.Strings(out)
+	return out
+}
