@@ -238,6 +238,10 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 		return f, ""
 	}
 	f.Help = helpText(md)
+	if !renamed {
+		// promtool's lint: names in snake_case (PCP has mem.util.commitLimit).
+		name = snakeCase(name)
+	}
 	switch {
 	case d.Type == semantics.TypeString:
 		f.Type = Info
@@ -249,6 +253,11 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 		f.Type = Counter
 	default:
 		f.Type = Gauge
+		if !renamed && strings.HasSuffix(name, "_total") {
+			// promtool's lint: only counters end in _total (a PCP gauge
+			// like mem.util.hugepagesTotal becomes ..._hugepagestotal).
+			name = name[:len(name)-len("_total")] + "total"
+		}
 	}
 	f.Scale, f.mul, f.div = unit.Scale, unit.Mul, unit.Div
 	f.integer = unit.Scale == 1 && d.Type != semantics.TypeFloat && d.Type != semantics.TypeDouble

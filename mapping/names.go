@@ -95,3 +95,34 @@ func dropTypeWord(name, word string) string {
 	}
 	return strings.Join(out, "_")
 }
+
+// snakeCase lowers a camelCase name into snake_case: "commitLimit" becomes
+// "commit_limit", "hugepagesFreeBytes" "hugepages_free_bytes", "IOPS" "iops",
+// "directMap2M" "direct_map2m" (no break after a digit).
+func snakeCase(name string) string {
+	lower := true
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= 'A' && c <= 'Z' {
+			lower = false
+			break
+		}
+	}
+	if lower {
+		return name
+	}
+	isUpper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
+	isLower := func(c byte) bool { return c >= 'a' && c <= 'z' }
+	var b strings.Builder
+	b.Grow(len(name) + 4)
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if isUpper(c) {
+			if i > 0 && name[i-1] != '_' && (isLower(name[i-1]) || isUpper(name[i-1]) && i+1 < len(name) && isLower(name[i+1])) {
+				b.WriteByte('_')
+			}
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}

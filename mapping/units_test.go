@@ -115,3 +115,20 @@ func TestConvertedValues(t *testing.T) {
 		}
 	}
 }
+
+func TestSnakeCase(t *testing.T) {
+	for in, want := range map[string]string{
+		"mem_util_commitLimit":        "mem_util_commit_limit",
+		"mem_util_hugepagesFreeBytes": "mem_util_hugepages_free_bytes",
+		"mem_util_directMap4k":        "mem_util_direct_map4k",
+		"disk_dev_IOPS":               "disk_dev_iops",
+		"network_TCPSocket":           "network_tcp_socket",
+		"already_snake":               "already_snake",
+		"a_Bc":                        "a_bc",
+		"mem_util_directMap2M":        "mem_util_direct_map2m",
+	} {
+		if got := snakeCase(in); got != want {
+			t.Errorf("snakeCase(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
