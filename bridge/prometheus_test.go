@@ -1,0 +1,206 @@
+package bridge
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+)
+
+func freePort(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startPrometheus runs a real Prometheus scraping target every second and
+// returns its base URL.
+func startPrometheus(t *testing.T, target string) string {
+	bin := e2e.Require(t, "prometheus")[0]
+	dir := t.TempDir()
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: pcp\n    static_configs:\n      - targets: [%q]\n", target)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
+	logf, _ := os.Create(filepath.Join(dir, "prometheus.log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		logf.Close()
+	})
+	base := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return base
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+	t.Fatalf("prometheus not ready:\n%s", b)
+	return ""
+}
+
+type promSample struct {
+	labels map[string]string
+	value  string
+}
+
+// query runs an instant query and returns its vector.
+func query(t *testing.T, base, q string) []promSample {
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var r struct {
+		Status string
+		Data   struct {
+			Result []struct {
+				Metric map[string]string
+				Value  [2]any
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.Status != "success" {
+		t.Fatalf("query %s: %v %s", q, err, body)
+	}
+	var out []promSample
+	for _, x := range r.Data.Result {
+		out = append(out, promSample{x.Metric, fmt.Sprint(x.Value[1])})
+	}
+	return out
+}
+
+func metadataType(t *testing.T, base, metric string) string {
+	resp, err := http.Get(base + "/api/v1/targets/metadata?metric=" + url.QueryEscape(metric))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data []struct{ Type string }
+	}
+	json.NewDecoder(resp.Body).Decode(&r)
+	if len(r.Data) == 0 {
+		return ""
+	}
+	return r.Data[0].Type
+}
+
+// TestPrometheusScrapesMMVAndArchive serves an MMV file written with
+// mmv.Writer and a replay of the seedtables archive to a real Prometheus and
+// checks names, labels, converted values and counter types through its API.
+func TestPrometheusScrapesMMVAndArchive(t *testing.T) {
+	dir := t.TempDir()
+	w, err := mmv.NewWriter(filepath.Join(dir, "app"), mmv.WriterConfig{
+		Metrics: []mmv.MetricDef{
+			{Name: "requests", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}, OneLine: "requests served"},
+			{Name: "latency", Item: 2, Type: mmv.TypeDouble, Sem: semantics.SemInstant, Units: semantics.Units{DimTime: 1, ScaleTime: 2}, InDom: 1, OneLine: "latency by method"},
+			{Name: "sent", Item: 3, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimSpace: 1, ScaleSpace: 1}, OneLine: "data sent"},
+		},
+		InDoms: []mmv.InDomDef{{Serial: 1, Instances: []mmv.InstanceDef{{ID: 0, Name: "GET"}, {ID: 1, Name: "POST"}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.MustHandle("requests", "").SetUint64(42)
+	w.MustHandle("latency", "GET").SetFloat(250)  // ms
+	w.MustHandle("latency", "POST").SetFloat(1500) // ms
+	w.MustHandle("sent", "").SetUint64(3)          // Kbyte
+	d, err := mmv.OpenDir(dir, mmv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+
+	a, err := archive.Open(filepath.Join(corpus, "archives", "seedtables", "seedtables"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rp.Close()
+	at := rp.Start().Add(20 * time.Second) // observation at t=30 s: 1020, 650, 650
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(New(mapper(t, mapping.NamingDefault), nil,
+		Source{Name: "mmv", Src: d},
+		Source{Name: "seed", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	defer srv.Close()
+
+	base := startPrometheus(t, strings.TrimPrefix(srv.URL, "http://"))
+	deadline := time.Now().Add(30 * time.Second)
+	for len(query(t, base, "mmv_app_requests_total")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no sample scraped within 30 s")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		query  string
+		labels map[string]string
+		value  string
+	}{
+		{"mmv_app_requests_total", map[string]string{"job": "pcp"}, "42"},
+		{`mmv_app_latency_seconds{instname="GET"}`, nil, "0.25"},
+		{`mmv_app_latency_seconds{instname="POST"}`, nil, "1.5"},
+		{"mmv_app_sent_bytes_total", nil, "3072"},
+		{"seed_total", map[string]string{"hostname": "corpus-host"}, "1020"},
+		{"seed_instant", nil, "650"},
+		{`pcp_exporter_source_up{source="seed"}`, nil, "1"},
+	} {
+		got := query(t, base, c.query)
+		if len(got) != 1 {
+			t.Errorf("%s: %d series, want 1: %v", c.query, len(got), got)
+			continue
+		}
+		if got[0].value != c.value {
+			t.Errorf("%s = %s, want %s", c.query, got[0].value, c.value)
+		}
+		for k, v := range c.labels {
+			if got[0].labels[k] != v {
+				t.Errorf("%s: label %s=%q, want %q (%v)", c.query, k, got[0].labels[k], v, got[0].labels)
+			}
+		}
+	}
+	for metric, want := range map[string]string{"mmv_app_requests": "counter", "mmv_app_latency_seconds": "gauge", "seed": "counter"} // OpenMetrics family names {
+		if got := metadataType(t, base, metric); got != want {
+			t.Errorf("type of %s: %q, want %q", metric, got, want)
+		}
+	}
+}
