@@ -198,7 +198,8 @@ func TestPrometheusScrapesMMVAndArchive(t *testing.T) {
 			}
 		}
 	}
-	for metric, want := range map[string]string{"mmv_app_requests": "counter", "mmv_app_latency_seconds": "gauge", "seed": "counter"} // OpenMetrics family names {
+	// metadata is by OpenMetrics family name (without _total)
+	for metric, want := range map[string]string{"mmv_app_requests": "counter", "mmv_app_latency_seconds": "gauge", "seed": "counter"} {
 		if got := metadataType(t, base, metric); got != want {
 			t.Errorf("type of %s: %q, want %q", metric, got, want)
 		}
