@@ -137,7 +137,7 @@ func TestPrometheusScrapesMMVAndArchive(t *testing.T) {
 	}
 	defer w.Close()
 	w.MustHandle("requests", "").SetUint64(42)
-	w.MustHandle("latency", "GET").SetFloat(250)  // ms
+	w.MustHandle("latency", "GET").SetFloat(250)   // ms
 	w.MustHandle("latency", "POST").SetFloat(1500) // ms
 	w.MustHandle("sent", "").SetUint64(3)          // Kbyte
 	d, err := mmv.OpenDir(dir, mmv.Options{})
