@@ -10,7 +10,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"sort"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,8 @@ type Collector struct {
 	sources []*sourceState
 	ready   chan struct{}
 	once    sync.Once
+	// pmproxyFloats rounds FLOAT and DOUBLE values as pmproxy prints them.
+	pmproxyFloats bool
 
 	upDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 }
@@ -68,7 +71,7 @@ func New(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *Collec
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Collector{mapper: mapper, logger: logger, now: time.Now, ready: make(chan struct{})}
+	c := &Collector{mapper: mapper, logger: logger, now: time.Now, ready: make(chan struct{}), pmproxyFloats: mapper.Naming() == mapping.NamingPmproxy}
 	for _, s := range sources {
 		c.sources = append(c.sources, &sourceState{Source: s})
 	}
@@ -230,6 +233,9 @@ func (c *Collector) collectSource(s *sourceState, now time.Time, ch chan<- prome
 			default:
 				val = f.Float64(iv.Value)
 			}
+			if c.pmproxyFloats {
+				val = pmproxyFloat(iv.Value.Type(), val)
+			}
 			key := strings.Join(names, "\xff")
 			d := s.descs[i][key]
 			if d == nil {
@@ -245,6 +251,28 @@ func (c *Collector) collectSource(s *sourceState, now time.Time, ch chan<- prome
 		}
 	}
 	return nil
+}
+
+// pmproxyFloat rounds a value to what pmproxy prints (FLOAT %.8g, DOUBLE
+// %.16g), so that the exposition shows the same number.
+func pmproxyFloat(t semantics.Type, v float64) float64 {
+	prec := 0
+	switch t {
+	case semantics.TypeFloat:
+		prec = 8
+	case semantics.TypeDouble:
+		prec = 16
+	default:
+		return v
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', prec, 64), 64)
+	if err != nil {
+		return v
+	}
+	return r
 }
 
 // instance finds an instance of a domain (cached for one scrape).
@@ -265,14 +293,4 @@ func (s *sourceState) instance(indom semantics.InDom, id int32) *source.Instance
 		return in
 	}
 	return &source.Instance{ID: id, Name: fmt.Sprint(id)}
-}
-
-// SortedSourceNames returns the names of the sources, sorted (for logs).
-func (c *Collector) SortedSourceNames() []string {
-	var out []string
-	for _, s := range c.sources {
-		out = append(out, s.Name)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -109,3 +109,24 @@ func pcpPairs(ls semantics.LabelSet, out []LabelPair) []LabelPair {
 	}
 	return out
 }
+
+// labelsFor returns the PCP labels a naming exports: all of them by default;
+// with the pmproxy naming not the optional ones (agent, userid, groupid), as
+// pmproxy's /metrics leaves them out.
+func labelsFor(n Naming, ls semantics.LabelSet) semantics.LabelSet {
+	if n != NamingPmproxy {
+		return ls
+	}
+	for _, l := range ls {
+		if l.Flags&semantics.LabelOptional != 0 {
+			out := make(semantics.LabelSet, 0, len(ls))
+			for _, l := range ls {
+				if l.Flags&semantics.LabelOptional == 0 {
+					out = append(out, l)
+				}
+			}
+			return out
+		}
+	}
+	return ls
+}

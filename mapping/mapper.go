@@ -218,7 +218,7 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 		return Family{}, SkipUnsupported
 	}
 	f := Family{PCPName: md.Name, Desc: d, naming: m.naming, m: m, Scale: 1, mul: 1, div: 1}
-	f.labels = pcpPairs(md.Labels, nil)
+	f.labels = pcpPairs(labelsFor(m.naming, md.Labels), nil)
 	base, renamed := m.baseName(md.Name)
 	name := SanitizeMetricName(base)
 	unit := BaseUnit(d.Units)
@@ -370,7 +370,7 @@ func (f *Family) Labels(inst *source.Instance) []LabelPair {
 	raw = append(raw, f.m.extra...)
 	raw = append(raw, f.labels...)
 	if inst != nil {
-		raw = pcpPairs(inst.Labels, raw)
+		raw = pcpPairs(labelsFor(f.naming, inst.Labels), raw)
 	}
 	var s labelSet
 	if f.naming == NamingPmproxy {

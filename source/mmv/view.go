@@ -67,7 +67,7 @@ type view struct {
 }
 
 // domainLabels is pmdammv's domain label set.
-var domainLabels = semantics.LabelSet{{Name: "agent", Value: `"mmv"`, Flags: semantics.LabelDomain}}
+var domainLabels = semantics.LabelSet{{Name: "agent", Value: `"mmv"`, Flags: semantics.LabelDomain | semantics.LabelOptional}}
 
 func (l *loaded) problem(log *slog.Logger, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
