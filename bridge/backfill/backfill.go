@@ -1,0 +1,355 @@
+// Package backfill turns historical PCP archives into Prometheus samples
+// with their original timestamps, mapped exactly as the live exporter maps
+// them (package mapping), and writes them to a sink: TSDB blocks, remote
+// write, or an OpenMetrics file for promtool. Samples are either every
+// recorded value (raw) or values interpolated by libpcp's rules on a grid of
+// multiples of a step (what `replay` gives). Memory stays bounded: archives
+// are read incrementally and samples flow to the sink in batches.
+package backfill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive"
+)
+
+// Series is one time series: its labels, __name__ included, sorted by name.
+type Series struct {
+	Labels []mapping.LabelPair
+	Family *mapping.Family
+	id     uint64
+}
+
+// Name returns the series' metric name.
+func (s *Series) Name() string { return s.Family.Name }
+
+// Sample is one value of a series at a time (milliseconds since the epoch).
+type Sample struct {
+	Series *Series
+	T      int64
+	V      float64
+}
+
+// Sink receives samples in time order.
+type Sink interface {
+	// Write stores a batch; rejected counts samples the destination refused
+	// for good (with the first such error), which Run reports.
+	Write(batch []Sample) (rejected int, err error)
+	Close() error
+}
+
+// Options describe one backfill.
+type Options struct {
+	// Archives form one timeline (pmlogger's daily archives of a host), or
+	// are the archives of several hosts: see Run.
+	Archives []*archive.Archive
+	Mapper   *mapping.Mapper
+	// Step is the grid of interpolated samples; 0 writes every recorded
+	// value (raw).
+	Step time.Duration
+	// Start and Finish bound the samples (zero: the archives' bounds).
+	Start, Finish time.Time
+	Interp        semantics.InterpRule
+	// Wrap adds derived metrics to the replayed source (step mode).
+	Wrap func(source.Source) (source.Source, error)
+	// Progress is called after every batch.
+	Progress func(Stats)
+	// Families, when set, restricts the samples to these family names (the
+	// OpenMetrics writer goes family by family).
+	Families map[string]bool
+}
+
+// Stats counts what a backfill read and wrote.
+type Stats struct {
+	Read     int64 // samples produced from the archives
+	Written  int64 // samples the sink accepted
+	Rejected int64 // samples the sink refused (reported, never silent)
+	// Skipped counts values not turned into samples, by reason: metrics
+	// the mapping skips (aggregate, event, excluded, name_clash) and
+	// per-metric errors recorded in the archive (error).
+	Skipped  map[string]int64
+	Series   int
+	First    time.Time
+	Last     time.Time
+	Progress time.Time // time of the last sample handled
+	Errors   []string  // first rejection errors, at most 10
+}
+
+const batchSize = 4096
+
+// Run backfills opts.Archives into sink. Archives whose time ranges do not
+// overlap are one timeline; archives of different hosts should be given in
+// separate runs (or they are read one after the other, which sinks that
+// need time order, TSDB blocks, handle per 2 h window).
+func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
+	st := Stats{Skipped: map[string]int64{}}
+	if len(opts.Archives) == 0 {
+		return st, errors.New("backfill: no archive")
+	}
+	if opts.Mapper == nil {
+		m, err := mapping.New(nil, mapping.Options{})
+		if err != nil {
+			return st, err
+		}
+		opts.Mapper = m
+	}
+	r := &run{opts: opts, sink: sink, st: &st, series: map[uint64]*Series{}}
+	var err error
+	if opts.Step > 0 {
+		err = r.step(ctx)
+	} else {
+		err = r.raw(ctx)
+	}
+	if ferr := r.flush(); err == nil {
+		err = ferr
+	}
+	st.Series = len(r.series)
+	return st, err
+}
+
+type run struct {
+	opts   Options
+	sink   Sink
+	st     *Stats
+	batch  []Sample
+	series map[uint64]*Series
+	fams   []mapping.Family
+	byPMID map[semantics.PMID][]int
+	insts  map[semantics.InDom]map[int32]*source.Instance
+	src    interface {
+		Instances(semantics.InDom) []source.Instance
+	}
+}
+
+func (r *run) mapFamilies(metrics []source.Metric) {
+	fams, skipped := r.opts.Mapper.MapAll(metrics, nil)
+	for _, s := range skipped {
+		r.st.Skipped["metric_"+string(s.Reason)]++
+	}
+	r.fams = r.fams[:0]
+	r.byPMID = map[semantics.PMID][]int{}
+	for _, f := range fams {
+		if r.opts.Families != nil && !r.opts.Families[f.Name] {
+			continue
+		}
+		r.fams = append(r.fams, f)
+		r.byPMID[f.Desc.PMID] = append(r.byPMID[f.Desc.PMID], len(r.fams)-1)
+	}
+	r.insts = map[semantics.InDom]map[int32]*source.Instance{}
+}
+
+func (r *run) instance(indom semantics.InDom, id int32) *source.Instance {
+	m, ok := r.insts[indom]
+	if !ok {
+		m = map[int32]*source.Instance{}
+		ins := r.src.Instances(indom)
+		for i := range ins {
+			m[ins[i].ID] = &ins[i]
+		}
+		r.insts[indom] = m
+	}
+	if in := m[id]; in != nil {
+		return in
+	}
+	return &source.Instance{ID: id, Name: fmt.Sprint(id)}
+}
+
+// emit turns one PCP value into a sample.
+func (r *run) emit(fi int, inst int32, v semantics.Value, t time.Time) error {
+	f := &r.fams[fi]
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%d", fi, inst)
+	val := 0.0
+	info := ""
+	switch f.Type {
+	case mapping.Info:
+		info = strings.ToValidUTF8(v.Str(), "\uFFFD")
+		h.Write([]byte{0})
+		h.Write([]byte(info))
+		val = 1
+	default:
+		val = f.Float64(v)
+	}
+	id := h.Sum64()
+	s := r.series[id]
+	if s == nil {
+		var in *source.Instance
+		if f.Desc.InDom != semantics.InDomNull {
+			in = r.instance(f.Desc.InDom, inst)
+		}
+		ls := append([]mapping.LabelPair{{Name: "__name__", Value: f.Name}}, f.Labels(in)...)
+		if f.Type == mapping.Info {
+			ls = append(ls, mapping.LabelPair{Name: mapping.InfoValueLabel, Value: info})
+		}
+		sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
+		s = &Series{Labels: ls, Family: f, id: id}
+		r.series[id] = s
+	}
+	r.st.Read++
+	if r.st.First.IsZero() || t.Before(r.st.First) {
+		r.st.First = t
+	}
+	if t.After(r.st.Last) {
+		r.st.Last = t
+	}
+	r.st.Progress = t
+	r.batch = append(r.batch, Sample{Series: s, T: t.UnixMilli(), V: val})
+	if len(r.batch) >= batchSize {
+		return r.flush()
+	}
+	return nil
+}
+
+func (r *run) flush() error {
+	if len(r.batch) == 0 {
+		return nil
+	}
+	rej, err := r.sink.Write(r.batch)
+	r.st.Written += int64(len(r.batch) - rej)
+	r.st.Rejected += int64(rej)
+	r.batch = r.batch[:0]
+	if err != nil && rej > 0 && len(r.st.Errors) < 10 {
+		r.st.Errors = append(r.st.Errors, err.Error())
+		err = nil
+	}
+	if r.opts.Progress != nil {
+		r.opts.Progress(*r.st)
+	}
+	return err
+}
+
+func (r *run) inRange(t time.Time) bool {
+	if !r.opts.Start.IsZero() && t.Before(r.opts.Start) {
+		return false
+	}
+	if !r.opts.Finish.IsZero() && t.After(r.opts.Finish) {
+		return false
+	}
+	return true
+}
+
+// raw writes every recorded value, archive after archive in time order.
+func (r *run) raw(ctx context.Context) error {
+	as := append([]*archive.Archive(nil), r.opts.Archives...)
+	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
+	for _, a := range as {
+		r.src = a
+		r.mapFamilies(a.Metrics())
+		var rd *archive.Reader
+		if !r.opts.Start.IsZero() {
+			rd = a.RecordsFrom(r.opts.Start)
+		} else {
+			rd = a.Records()
+		}
+		n := 0
+		for rd.Next() {
+			if n++; n%1024 == 0 && ctx.Err() != nil {
+				rd.Close()
+				return ctx.Err()
+			}
+			rec := rd.Record()
+			if rec.Mark || !r.inRange(rec.Time) {
+				if !r.opts.Finish.IsZero() && rec.Time.After(r.opts.Finish) {
+					break
+				}
+				continue
+			}
+			for _, set := range rec.Sets {
+				fis, ok := r.byPMID[set.PMID]
+				if !ok {
+					continue
+				}
+				if set.Err != nil {
+					r.st.Skipped["error"] += int64(len(fis))
+					continue
+				}
+				for _, fi := range fis {
+					for _, iv := range set.Values {
+						if err := r.emit(fi, iv.Inst, iv.Value, rec.Time); err != nil {
+							rd.Close()
+							return err
+						}
+					}
+				}
+			}
+		}
+		err := rd.Err()
+		rd.Close()
+		if err != nil {
+			return err
+		}
+		if err := r.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// step writes interpolated values at every multiple of the step.
+func (r *run) step(ctx context.Context) error {
+	rp, err := archive.NewReplay(r.opts.Archives, archive.ReplayOptions{Interp: r.opts.Interp})
+	if err != nil {
+		return err
+	}
+	var src source.Source = rp
+	if r.opts.Wrap != nil {
+		if src, err = r.opts.Wrap(src); err != nil {
+			return err
+		}
+	}
+	r.src = src
+	r.mapFamilies(src.Metrics())
+	pmids := make([]semantics.PMID, len(r.fams))
+	for i, f := range r.fams {
+		pmids[i] = f.Desc.PMID
+	}
+	end, err := rp.End()
+	if err != nil {
+		return err
+	}
+	if !r.opts.Finish.IsZero() && r.opts.Finish.Before(end) {
+		end = r.opts.Finish
+	}
+	start := rp.Start()
+	if !r.opts.Start.IsZero() && r.opts.Start.After(start) {
+		start = r.opts.Start
+	}
+	step := r.opts.Step
+	t := start.Truncate(step)
+	if t.Before(start) {
+		t = t.Add(step)
+	}
+	var res source.Result
+	for ; !t.After(end); t = t.Add(step) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := src.Fetch(t, pmids, &res); err != nil {
+			if errors.Is(err, semantics.ErrEOL) {
+				break
+			}
+			return err
+		}
+		for i, set := range res.Sets {
+			if set.Err != nil {
+				r.st.Skipped["error"]++
+				continue
+			}
+			for _, iv := range set.Values {
+				if err := r.emit(i, iv.Inst, iv.Value, t); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/pcp-exporter/pcp-exporter/bridge/backfill"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+type backfillFlags struct {
+	archives []string
+	output   string
+	step     time.Duration
+	raw      bool
+	start    string
+	finish   string
+	interp   string
+	mapping  string
+	naming   string
+	derived  *derivedFlags
+	quiet    bool
+}
+
+func init() {
+	addCommand(command{
+		name: "backfill",
+		help: "Write the history of PCP archives into Prometheus TSDB blocks, remote write, OTLP or an OpenMetrics file, mapped as serve maps them.",
+		setup: func(cmd *kingpin.CmdClause) func() error {
+			f := &backfillFlags{}
+			cmd.Arg("archive", "Archives (base names, files of an archive, or directories of archives) forming one timeline.").Required().StringsVar(&f.archives)
+			cmd.Flag("output", "Destination: tsdb:DIR, remote-write:URL or openmetrics:FILE.").Required().StringVar(&f.output)
+			cmd.Flag("step", "Write values interpolated at every multiple of this step (as replay gives them).").DurationVar(&f.step)
+			cmd.Flag("raw", "Write every recorded value with its own timestamp (the default when --step is not given).").BoolVar(&f.raw)
+			cmd.Flag("start", "First time: RFC 3339, or +DURATION after the archive's start.").StringVar(&f.start)
+			cmd.Flag("finish", "Last time: RFC 3339, or +DURATION after the archive's start.").StringVar(&f.finish)
+			cmd.Flag("interp", "Interpolation rule with --step: nearest or prior.").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
+			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mapping)
+			cmd.Flag("naming", "Naming: default or pmproxy (as for serve).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
+			cmd.Flag("quiet", "No progress display.").BoolVar(&f.quiet)
+			f.derived = addDerivedFlags(cmd)
+			return func() error { return runBackfill(f, os.Stderr) }
+		},
+	})
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func runBackfill(f *backfillFlags, stderr io.Writer) error {
+	if f.raw && f.step > 0 {
+		return usagef("--raw and --step exclude each other")
+	}
+	kind, dest, ok := strings.Cut(f.output, ":")
+	if !ok || dest == "" {
+		return usagef("--output %q: want tsdb:DIR, remote-write:URL or openmetrics:FILE", f.output)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	mapper, err := newMapper(f.mapping, f.naming)
+	if err != nil {
+		return err
+	}
+	as, err := openArchives(f.archives)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, a := range as {
+			a.Close()
+		}
+	}()
+	origin := as[0].Label().Start
+	for _, a := range as {
+		if a.Label().Start.Before(origin) {
+			origin = a.Label().Start
+		}
+	}
+	opts := backfill.Options{Archives: as, Mapper: mapper, Step: f.step}
+	if f.interp == "prior" {
+		opts.Interp = semantics.InterpPrior
+	}
+	if f.start != "" {
+		if opts.Start, err = parseWhen(f.start, origin); err != nil {
+			return err
+		}
+	}
+	if f.finish != "" {
+		if opts.Finish, err = parseWhen(f.finish, origin); err != nil {
+			return err
+		}
+	}
+	if f.derived != nil && f.derived.config != "" {
+		if f.step == 0 {
+			return usagef("--derived.config needs --step: derived metrics are evaluated at fetch times")
+		}
+		opts.Wrap = func(src source.Source) (source.Source, error) { return f.derived.wrap(src, logger) }
+	}
+	tty := !f.quiet && isTerminal(os.Stderr)
+	began := time.Now()
+	if tty {
+		opts.Progress = func(st backfill.Stats) {
+			fmt.Fprintf(stderr, "\r%s  %d samples read, %d written, %.0fs   ", st.Progress.UTC().Format(time.RFC3339), st.Read, st.Written, time.Since(began).Seconds())
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var st backfill.Stats
+	switch kind {
+	case "tsdb":
+		sink := backfill.NewTSDBSink(dest, logger)
+		st, err = backfill.Run(ctx, opts, sink)
+		if cerr := sink.Close(); err == nil {
+			err = cerr
+		}
+	case "remote-write":
+		sink := backfill.NewRemoteWriteSink(dest, logger)
+		st, err = backfill.Run(ctx, opts, sink)
+	case "openmetrics":
+		out, cerr := os.Create(dest)
+		if cerr != nil {
+			return cerr
+		}
+		st, err = backfill.WriteOpenMetrics(ctx, opts, out)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	default:
+		return usagef("--output %q: unknown destination %q", f.output, kind)
+	}
+	if tty {
+		fmt.Fprintln(stderr)
+	}
+	printSummary(stderr, st, time.Since(began))
+	if err != nil {
+		return err
+	}
+	if st.Rejected > 0 {
+		return fmt.Errorf("%d samples were rejected by %s (first: %s)", st.Rejected, kind, strings.Join(st.Errors[:min(1, len(st.Errors))], ""))
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, st backfill.Stats, took time.Duration) {
+	fmt.Fprintf(w, "backfill: %d samples read, %d written, %d rejected, %d series", st.Read, st.Written, st.Rejected, st.Series)
+	if !st.First.IsZero() {
+		fmt.Fprintf(w, ", %s .. %s", st.First.UTC().Format(time.RFC3339Nano), st.Last.UTC().Format(time.RFC3339Nano))
+	}
+	fmt.Fprintf(w, " in %.2fs\n", took.Seconds())
+	var reasons []string
+	for k := range st.Skipped {
+		reasons = append(reasons, k)
+	}
+	sort.Strings(reasons)
+	for _, k := range reasons {
+		fmt.Fprintf(w, "backfill: skipped %d (%s)\n", st.Skipped[k], k)
+	}
+	for _, e := range st.Errors {
+		fmt.Fprintf(w, "backfill: rejected: %s\n", e)
+	}
+}
