@@ -3,13 +3,9 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,82 +21,18 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
 )
 
-func freePort(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// query runs an instant query and returns "value" and labels per series.
+func query(t *testing.T, base, q string) []promSample {
+	var out []promSample
+	for _, r := range e2e.PromQuery(t, base, q, time.Time{}) {
+		out = append(out, promSample{r.Metric, fmt.Sprint(r.Value[1])})
 	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// startPrometheus runs a real Prometheus scraping target every second and
-// returns its base URL.
-func startPrometheus(t *testing.T, target string) string {
-	bin := e2e.Require(t, "prometheus")[0]
-	dir := t.TempDir()
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: pcp\n    static_configs:\n      - targets: [%q]\n", target)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freePort(t)
-	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
-	logf, _ := os.Create(filepath.Join(dir, "prometheus.log"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
-	})
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return base
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	b, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
-	t.Fatalf("prometheus not ready:\n%s", b)
-	return ""
+	return out
 }
 
 type promSample struct {
 	labels map[string]string
 	value  string
-}
-
-// query runs an instant query and returns its vector.
-func query(t *testing.T, base, q string) []promSample {
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var r struct {
-		Status string
-		Data   struct {
-			Result []struct {
-				Metric map[string]string
-				Value  [2]any
-			}
-		}
-	}
-	if err := json.Unmarshal(body, &r); err != nil || r.Status != "success" {
-		t.Fatalf("query %s: %v %s", q, err, body)
-	}
-	var out []promSample
-	for _, x := range r.Data.Result {
-		out = append(out, promSample{x.Metric, fmt.Sprint(x.Value[1])})
-	}
-	return out
 }
 
 func metadataType(t *testing.T, base, metric string) string {
@@ -163,7 +95,8 @@ func TestPrometheusScrapesMMVAndArchive(t *testing.T) {
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	defer srv.Close()
 
-	base := startPrometheus(t, strings.TrimPrefix(srv.URL, "http://"))
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: pcp\n    static_configs:\n      - targets: [%q]\n", strings.TrimPrefix(srv.URL, "http://"))
+	base := e2e.StartPrometheus(t, cfg, "")
 	deadline := time.Now().Add(30 * time.Second)
 	for len(query(t, base, "mmv_app_requests_total")) == 0 {
 		if time.Now().After(deadline) {
