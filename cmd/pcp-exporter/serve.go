@@ -57,7 +57,9 @@ type serveFlags struct {
 	naming       string
 	maxRequests  int
 	derived      *derivedFlags
-	otlpStarters []func(ctx context.Context, logger *slog.Logger, srcs []bridge.Source, mapper *mapping.Mapper) (func(), error)
+	// otlpStarters start pushes next to /metrics; open opens sources of
+	// their own.
+	otlpStarters []func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error)
 }
 
 // serveHooks lets other command files (OTLP push) add flags to serve and
@@ -225,8 +227,9 @@ func runServe(f *serveFlags) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	open := func() ([]bridge.Source, func(), error) { return openServeSources(f, logger) }
 	for _, start := range f.otlpStarters {
-		stopPush, err := start(ctx, logger, srcs, mapper)
+		stopPush, err := start(ctx, logger, reg, open, mapper)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,222 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+
+	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// Scope is the instrumentation scope of the metrics this bridge produces.
+var Scope = instrumentation.Scope{Name: "github.com/pcp-exporter/pcp-exporter/bridge"}
+
+// OTelConverter turns PCP values into OpenTelemetry metric data, keeping
+// per series what cumulative sums need: the start time (the MMV file's
+// generation, else the first value seen, renewed after a gap or when the
+// counter goes down) and the last value. One converter serves one stream of
+// increasing times (live push, or one backfill).
+type OTelConverter struct {
+	mapper *mapping.Mapper
+	mu     sync.Mutex
+	state  map[string]*counterState
+	seen   map[string]bool // series with a value at the previous conversion
+}
+
+type counterState struct {
+	start time.Time
+	last  float64
+	lastT time.Time
+}
+
+// NewOTelConverter returns a converter using mapper's instruments.
+func NewOTelConverter(mapper *mapping.Mapper) *OTelConverter {
+	return &OTelConverter{mapper: mapper, state: map[string]*counterState{}, seen: map[string]bool{}}
+}
+
+// Resource returns the OpenTelemetry resource of a source: the PCP context
+// labels of its first metric (host.name, host.id, ...) and service.name.
+func Resource(metrics []source.Metric) *resource.Resource {
+	attrs := []attribute.KeyValue{semconv.ServiceName("pcp-exporter")}
+	if len(metrics) > 0 {
+		res, _ := mapping.Attributes(&metrics[0], nil)
+		for _, p := range res {
+			attrs = append(attrs, attribute.String(p.Name, p.Value))
+		}
+	}
+	r, err := resource.Merge(resource.NewSchemaless(attrs...), resource.Environment())
+	if err != nil {
+		return resource.NewSchemaless(attrs...)
+	}
+	return r
+}
+
+// Generationer is implemented by MMV sources: the creation time of the file
+// a metric comes from, the start of its counters.
+type Generationer interface {
+	Generation(pmid semantics.PMID) time.Time
+}
+
+// fileGeneration adapts a single MMV file (one generation for all metrics).
+type fileGeneration struct{ f interface{ Generation() time.Time } }
+
+func (g fileGeneration) Generation(semantics.PMID) time.Time { return g.f.Generation() }
+
+// Convert appends the metrics of one fetch result (res, for metrics ms in
+// the same order) at time t.
+func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms []source.Metric, res *source.Result, t time.Time) []metricdata.Metrics {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gen, _ := src.(Generationer)
+	if f, ok := src.(interface{ Generation() time.Time }); ok && gen == nil {
+		gen = fileGeneration{f}
+	}
+	seenNow := map[string]bool{}
+	insts := map[semantics.InDom]map[int32]*source.Instance{}
+	instance := func(indom semantics.InDom, id int32) *source.Instance {
+		m, ok := insts[indom]
+		if !ok {
+			m = map[int32]*source.Instance{}
+			ins := src.Instances(indom)
+			for i := range ins {
+				m[ins[i].ID] = &ins[i]
+			}
+			insts[indom] = m
+		}
+		if in := m[id]; in != nil {
+			return in
+		}
+		return &source.Instance{ID: id, Name: fmt.Sprint(id)}
+	}
+	for i := range ms {
+		if i >= len(res.Sets) {
+			break
+		}
+		set := &res.Sets[i]
+		md := &ms[i]
+		ins, skip := c.mapper.Instrument(md)
+		if skip != "" || set.Err != nil || len(set.Values) == 0 {
+			continue
+		}
+		var sum []metricdata.DataPoint[float64]
+		var gauge []metricdata.DataPoint[float64]
+		for _, iv := range set.Values {
+			var inst *source.Instance
+			if md.Desc.InDom != semantics.InDomNull {
+				inst = instance(md.Desc.InDom, iv.Inst)
+			}
+			_, pairs := mapping.Attributes(md, inst)
+			kvs := make([]attribute.KeyValue, 0, len(pairs)+1)
+			for _, p := range pairs {
+				kvs = append(kvs, attribute.String(p.Name, p.Value))
+			}
+			if ins.String {
+				kvs = append(kvs, attribute.String(mapping.InfoValueLabel, strings.ToValidUTF8(iv.Value.Str(), "\uFFFD")))
+				gauge = append(gauge, metricdata.DataPoint[float64]{Attributes: attribute.NewSet(kvs...), Time: t, Value: 1})
+				continue
+			}
+			v := iv.Value.Float64() * ins.Scale
+			set := attribute.NewSet(kvs...)
+			if ins.Kind != mapping.KindSum {
+				gauge = append(gauge, metricdata.DataPoint[float64]{Attributes: set, Time: t, Value: v})
+				continue
+			}
+			key := md.Name + "\xff" + set.Encoded(attribute.DefaultEncoder())
+			seenNow[key] = true
+			st := c.state[key]
+			switch {
+			case st == nil:
+				st = &counterState{start: t}
+				if gen != nil {
+					if g := gen.Generation(md.Desc.PMID); !g.IsZero() && !g.After(t) {
+						st.start = g
+					}
+				}
+				c.state[key] = st
+			case !c.seen[key]:
+				st.start = t // after a gap (a mark, a missing file): a new run
+			case v < st.last:
+				st.start = st.lastT // reset between the last point and this one
+			}
+			if gen != nil {
+				if g := gen.Generation(md.Desc.PMID); !g.IsZero() && g.After(st.start) && !g.After(t) {
+					st.start = g // a new generation of the file
+				}
+			}
+			st.last, st.lastT = v, t
+			sum = append(sum, metricdata.DataPoint[float64]{Attributes: set, StartTime: st.start, Time: t, Value: v})
+		}
+		m := metricdata.Metrics{Name: ins.Name, Description: ins.Description, Unit: ins.Unit}
+		if ins.Kind == mapping.KindSum && !ins.String {
+			m.Data = metricdata.Sum[float64]{DataPoints: sum, Temporality: metricdata.CumulativeTemporality, IsMonotonic: ins.Monotonic}
+		} else {
+			m.Data = metricdata.Gauge[float64]{DataPoints: gauge}
+		}
+		dst = append(dst, m)
+	}
+	c.seen = seenNow
+	return dst
+}
+
+// OTelProducer is an sdk/metric Producer over PCP sources: every collection
+// fetches them (at the time their When gives) and converts the values.
+type OTelProducer struct {
+	sources []Source
+	conv    *OTelConverter
+	logger  *slog.Logger
+	mu      sync.Mutex
+	res     source.Result
+}
+
+// NewOTelProducer returns a producer over sources.
+func NewOTelProducer(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *OTelProducer {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &OTelProducer{sources: sources, conv: NewOTelConverter(mapper), logger: logger}
+}
+
+// Produce implements go.opentelemetry.io/otel/sdk/metric.Producer.
+func (p *OTelProducer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	var out []metricdata.Metrics
+	var firstErr error
+	for _, s := range p.sources {
+		t := now
+		if s.When != nil {
+			var ok bool
+			if t, ok = s.When(now); !ok {
+				continue
+			}
+		}
+		ms := s.Src.Metrics()
+		pmids := make([]semantics.PMID, len(ms))
+		for i := range ms {
+			pmids[i] = ms[i].Desc.PMID
+		}
+		if err := s.Src.Fetch(t, pmids, &p.res); err != nil {
+			p.logger.Warn("reading PCP source for OTLP failed", "source", s.Name, "err", err)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%s: %w", s.Name, err)
+			}
+			continue
+		}
+		out = p.conv.Convert(out, s.Src, ms, &p.res, t)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return []metricdata.ScopeMetrics{{Scope: Scope, Metrics: out}}, firstErr
+}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/bridge"
+	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+)
+
+// otelcol runs the real OpenTelemetry Collector with an OTLP receiver (gRPC
+// and HTTP) and a file exporter; it returns the two endpoints and the file.
+func otelcol(t *testing.T) (grpcAddr, httpAddr, out string) {
+	bin := e2e.Require(t, "otelcol")[0]
+	dir := t.TempDir()
+	grpcAddr, httpAddr = e2e.FreeAddr(t), e2e.FreeAddr(t)
+	out = filepath.Join(dir, "metrics.json")
+	cfg := fmt.Sprintf(`receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: %s
+      http:
+        endpoint: %s
+exporters:
+  file:
+    path: %s
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    metrics:
+      receivers: [otlp]
+      exporters: [file]
+`, grpcAddr, httpAddr, out)
+	cfgPath := filepath.Join(dir, "otelcol.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config", cfgPath)
+	var logb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logb, &logb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("otelcol log:\n%s", logb.String())
+		}
+	})
+	// wait until the gRPC port listens
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logb.String(), "Everything is ready") {
+		if time.Now().After(deadline) {
+			t.Fatalf("otelcol did not start:\n%s", logb.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return grpcAddr, httpAddr, out
+}
+
+// otlpPoint is one data point of the collector's JSON output.
+type otlpPoint struct {
+	resource  map[string]string
+	metric    string
+	unit      string
+	kind      string // sum or gauge
+	monotonic bool
+	temporal  int
+	attrs     map[string]string
+	start     int64
+	time      int64
+	value     float64
+}
+
+func readOTLPFile(t *testing.T, path string) []otlpPoint {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	type kv struct {
+		Key   string
+		Value struct{ StringValue string }
+	}
+	type dp struct {
+		Attributes        []kv
+		StartTimeUnixNano string
+		TimeUnixNano      string
+		AsDouble          float64
+	}
+	var out []otlpPoint
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var req struct {
+			ResourceMetrics []struct {
+				Resource     struct{ Attributes []kv }
+				ScopeMetrics []struct {
+					Metrics []struct {
+						Name, Unit string
+						Sum        *struct {
+							DataPoints             []dp
+							AggregationTemporality int
+							IsMonotonic            bool
+						}
+						Gauge *struct{ DataPoints []dp }
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			t.Fatalf("collector output: %v", err)
+		}
+		for _, rm := range req.ResourceMetrics {
+			res := map[string]string{}
+			for _, a := range rm.Resource.Attributes {
+				res[a.Key] = a.Value.StringValue
+			}
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					add := func(kind string, mono bool, temporal int, pts []dp) {
+						for _, p := range pts {
+							attrs := map[string]string{}
+							for _, a := range p.Attributes {
+								attrs[a.Key] = a.Value.StringValue
+							}
+							st, _ := strconv.ParseInt(p.StartTimeUnixNano, 10, 64)
+							tm, _ := strconv.ParseInt(p.TimeUnixNano, 10, 64)
+							out = append(out, otlpPoint{res, m.Name, m.Unit, kind, mono, temporal, attrs, st, tm, p.AsDouble})
+						}
+					}
+					if m.Sum != nil {
+						add("sum", m.Sum.IsMonotonic, m.Sum.AggregationTemporality, m.Sum.DataPoints)
+					}
+					if m.Gauge != nil {
+						add("gauge", false, 0, m.Gauge.DataPoints)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestOTLPPushToCollector pushes an mmv.Writer file and an archive replay to
+// a real OpenTelemetry Collector over gRPC and over HTTP and checks its file
+// output: names, UCUM units, monotonic cumulative sums with their start
+// times, gauges, attributes and resource.
+func TestOTLPPushToCollector(t *testing.T) {
+	grpcAddr, httpAddr, out := otelcol(t)
+	dir := t.TempDir()
+	w, err := mmv.NewWriter(filepath.Join(dir, "app"), mmv.WriterConfig{
+		Metrics: []mmv.MetricDef{
+			{Name: "requests", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}, OneLine: "requests served"},
+			{Name: "latency", Item: 2, Type: mmv.TypeDouble, Sem: semantics.SemInstant, Units: semantics.Units{DimTime: 1, ScaleTime: 2}, InDom: 1},
+			{Name: "sent", Item: 3, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimSpace: 1, ScaleSpace: 1}},
+		},
+		InDoms: []mmv.InDomDef{{Serial: 1, Instances: []mmv.InstanceDef{{ID: 0, Name: "GET"}, {ID: 1, Name: "POST"}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.MustHandle("requests", "").SetUint64(42)
+	w.MustHandle("latency", "GET").SetFloat(250)
+	w.MustHandle("latency", "POST").SetFloat(1500)
+	w.MustHandle("sent", "").SetUint64(3)
+	d, err := mmv.OpenDir(dir, mmv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a, err := archive.Open(filepath.Join(corpus, "archives", "seedtables", "seedtables"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rp.Close()
+	at := rp.Start().Add(20 * time.Second)
+	mapper, err := newMapper("", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ protocol, endpoint string }{{"grpc", grpcAddr}, {"http/protobuf", "http://" + httpAddr}} {
+		f := &otlpFlags{endpoint: c.endpoint, protocol: c.protocol, interval: time.Hour, timeout: 5 * time.Second, insecure: true}
+		srcs := []bridge.Source{{Name: "mmv", Src: d}, {Name: "seed", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}}
+		stop, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil, srcs, mapper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop() // shutdown collects and pushes once
+	}
+	var pts []otlpPoint
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pts = readOTLPFile(t, out)
+		n := 0
+		for _, p := range pts {
+			if p.metric == "mmv.app.requests" {
+				n++
+			}
+		}
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	find := func(metric, inst string) []otlpPoint {
+		var r []otlpPoint
+		for _, p := range pts {
+			if p.metric == metric && p.attrs["instname"] == inst {
+				r = append(r, p)
+			}
+		}
+		return r
+	}
+	gen := w.Generation().UnixNano()
+	for _, c := range []struct {
+		metric, inst, unit, kind string
+		value                    float64
+		start                    int64 // 0: not checked; -1: none
+	}{
+		{"mmv.app.requests", "", "{count}", "sum", 42, gen},
+		{"mmv.app.sent", "", "By", "sum", 3072, gen},
+		{"mmv.app.latency", "GET", "s", "gauge", 0.25, -1},
+		{"mmv.app.latency", "POST", "s", "gauge", 1.5, -1},
+		{"seed.counter", "", "{count}", "sum", 1020, 0},
+		{"seed.instant", "", "{count}", "gauge", 650, -1},
+	} {
+		got := find(c.metric, c.inst)
+		if len(got) != 2 {
+			t.Errorf("%s %q: %d points, want one per protocol", c.metric, c.inst, len(got))
+			continue
+		}
+		for _, p := range got {
+			if p.unit != c.unit || p.kind != c.kind || p.value != c.value {
+				t.Errorf("%s %q: unit %q kind %s value %v, want %q %s %v", c.metric, c.inst, p.unit, p.kind, p.value, c.unit, c.kind, c.value)
+			}
+			if c.kind == "sum" && (!p.monotonic || p.temporal != 2) {
+				t.Errorf("%s: monotonic %v temporality %d, want a monotonic cumulative sum", c.metric, p.monotonic, p.temporal)
+			}
+			if c.start > 0 && p.start != c.start {
+				t.Errorf("%s: start time %d, want the MMV file's generation %d", c.metric, p.start, c.start)
+			}
+			if c.start == 0 && c.kind == "sum" && (p.start == 0 || p.start > p.time) {
+				t.Errorf("%s: start time %d after time %d", c.metric, p.start, p.time)
+			}
+			if p.resource["service.name"] != "pcp-exporter" {
+				t.Errorf("%s: resource %v lacks service.name", c.metric, p.resource)
+			}
+		}
+	}
+	if p := find("seed.counter", ""); len(p) > 0 {
+		if want := at.UnixNano(); p[0].time != want {
+			t.Errorf("seed.counter time %d, want the replayed time %d", p[0].time, want)
+		}
+	}
+}
