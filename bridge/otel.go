@@ -70,7 +70,9 @@ type Generationer interface {
 }
 
 // fileGeneration adapts a single MMV file (one generation for all metrics).
-type fileGeneration struct{ f interface{ Generation() time.Time } }
+type fileGeneration struct {
+	f interface{ Generation() time.Time }
+}
 
 func (g fileGeneration) Generation(semantics.PMID) time.Time { return g.f.Generation() }
 

@@ -42,21 +42,21 @@ var demoArchive embed.FS
 
 // serveFlags are the flags of serve.
 type serveFlags struct {
-	web          *web.FlagConfig
-	log          promslog.Config
-	telemetry    string
-	mmvDir       string
-	mmvDirSet    bool
-	pidCheck     bool
-	archives     []string
-	replayStart  string
-	replaySpeed  float64
-	replayLoop   bool
-	interp       string
-	mappingFile  string
-	naming       string
-	maxRequests  int
-	derived      *derivedFlags
+	web         *web.FlagConfig
+	log         promslog.Config
+	telemetry   string
+	mmvDir      string
+	mmvDirSet   bool
+	pidCheck    bool
+	archives    []string
+	replayStart string
+	replaySpeed float64
+	replayLoop  bool
+	interp      string
+	mappingFile string
+	naming      string
+	maxRequests int
+	derived     *derivedFlags
 	// otlpStarters start pushes next to /metrics; open opens sources of
 	// their own.
 	otlpStarters []func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error)
