@@ -32,6 +32,9 @@ type backfillFlags struct {
 	naming   string
 	derived  *derivedFlags
 	quiet    bool
+
+	otlpInsecure bool
+	otlpHeaders  map[string]string
 }
 
 func init() {
@@ -41,7 +44,7 @@ func init() {
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			f := &backfillFlags{}
 			cmd.Arg("archive", "Archives (base names, files of an archive, or directories of archives) forming one timeline.").Required().StringsVar(&f.archives)
-			cmd.Flag("output", "Destination: tsdb:DIR, remote-write:URL or openmetrics:FILE.").Required().StringVar(&f.output)
+			cmd.Flag("output", "Destination: tsdb:DIR, remote-write:URL, otlp-grpc:HOST:PORT, otlp-http:URL or openmetrics:FILE.").Required().StringVar(&f.output)
 			cmd.Flag("step", "Write values interpolated at every multiple of this step (as replay gives them).").DurationVar(&f.step)
 			cmd.Flag("raw", "Write every recorded value with its own timestamp (the default when --step is not given).").BoolVar(&f.raw)
 			cmd.Flag("start", "First time: RFC 3339, or +DURATION after the archive's start.").StringVar(&f.start)
@@ -50,6 +53,9 @@ func init() {
 			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mapping)
 			cmd.Flag("naming", "Naming: default or pmproxy (as for serve).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
 			cmd.Flag("quiet", "No progress display.").BoolVar(&f.quiet)
+			cmd.Flag("otlp.insecure", "With otlp-grpc: no TLS.").BoolVar(&f.otlpInsecure)
+			f.otlpHeaders = map[string]string{}
+			cmd.Flag("otlp.headers", "With otlp-*: a header sent with every request (KEY=VALUE, repeatable).").StringMapVar(&f.otlpHeaders)
 			f.derived = addDerivedFlags(cmd)
 			return func() error { return runBackfill(f, os.Stderr) }
 		},
@@ -67,7 +73,7 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 	}
 	kind, dest, ok := strings.Cut(f.output, ":")
 	if !ok || dest == "" {
-		return usagef("--output %q: want tsdb:DIR, remote-write:URL or openmetrics:FILE", f.output)
+		return usagef("--output %q: want tsdb:DIR, remote-write:URL, otlp-grpc:HOST:PORT, otlp-http:URL or openmetrics:FILE", f.output)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	mapper, err := newMapper(f.mapping, f.naming)
@@ -136,6 +142,20 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		}
 		st, err = backfill.WriteOpenMetrics(ctx, opts, out)
 		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	case "otlp-grpc", "otlp-http":
+		of := &otlpFlags{endpoint: dest, protocol: "grpc", timeout: 30 * time.Second, interval: 5 * time.Minute, insecure: f.otlpInsecure, headers: f.otlpHeaders}
+		if kind == "otlp-http" {
+			of.protocol = "http/protobuf"
+		}
+		exp, eerr := of.exporter(ctx)
+		if eerr != nil {
+			return fmt.Errorf("otlp: %w", eerr)
+		}
+		sink := backfill.NewOTLPSink(ctx, exp)
+		st, err = backfill.Run(ctx, opts, sink)
+		if cerr := sink.Close(); err == nil {
 			err = cerr
 		}
 	default:
