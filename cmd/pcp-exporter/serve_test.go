@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+)
+
+// TestMain lets tests run this binary as a subprocess: with
+// PCP_EXPORTER_TEST_MAIN=1 the test binary is pcp-exporter.
+func TestMain(m *testing.M) {
+	if os.Getenv("PCP_EXPORTER_TEST_MAIN") == "1" {
+		os.Exit(run(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// startExporter runs `pcp-exporter args...` and waits until addr answers.
+func startExporter(t *testing.T, client *http.Client, base string, args ...string) *bytes.Buffer {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "PCP_EXPORTER_TEST_MAIN=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := client.Get(base + "/-/healthy")
+		if err == nil {
+			resp.Body.Close()
+			return &out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exporter not up: %v\n%s", err, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// TestServeTLSAndBasicAuth serves over TLS with basic auth configured by
+// --web.config.file and checks that only authenticated HTTPS requests get
+// the metrics.
+func TestServeTLSAndBasicAuth(t *testing.T) {
+	dir := t.TempDir()
+	cert, key, pool := selfSigned(t, dir)
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webCfg := filepath.Join(dir, "web.yml")
+	os.WriteFile(webCfg, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prom: %s\n", cert, key, hash)), 0o600)
+	addr := e2e.FreeAddr(t)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+	base := "https://" + addr
+	startExporter(t, client, base, "serve", "--web.listen-address="+addr, "--web.config.file="+webCfg,
+		"--archive="+filepath.Join(corpus, "archives", "seedtables", "seedtables"), "--replay.loop")
+
+	get := func(url, user, pass string) (int, string) {
+		req, _ := http.NewRequest("GET", url, nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get(base+"/metrics", "", ""); code != http.StatusUnauthorized {
+		t.Errorf("no credentials: status %d, want 401", code)
+	}
+	if code, _ := get(base+"/metrics", "prom", "wrong"); code != http.StatusUnauthorized {
+		t.Errorf("wrong password: status %d, want 401", code)
+	}
+	code, body := get(base+"/metrics", "prom", "s3cret")
+	if code != http.StatusOK || !strings.Contains(body, "seed_total{") {
+		t.Errorf("authenticated: status %d, body lacks seed_total:\n%.400s", code, body)
+	}
+	plain := &http.Client{Timeout: 5 * time.Second}
+	if resp, err := plain.Get("http://" + addr + "/metrics"); err == nil {
+		if resp.StatusCode == http.StatusOK {
+			t.Error("plain HTTP served the metrics")
+		}
+		resp.Body.Close()
+	}
+}
+
+// treeDigest hashes the names, sizes, modes, times and contents of a tree.
+func treeDigest(t *testing.T, root string) string {
+	h := sha256.New()
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d %v %v\n", p, info.Size(), info.Mode(), info.ModTime().UnixNano())
+		if !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			h.Write(b)
+		}
+		return nil
+	})
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// TestServeNeverWrites serves an MMV directory and archives while they are
+// scraped and checks that neither changed (the exporter only reads).
+func TestServeNeverWrites(t *testing.T) {
+	dir := t.TempDir()
+	mmvDir := filepath.Join(dir, "mmv")
+	os.Mkdir(mmvDir, 0o755)
+	w, err := mmv.NewWriter(filepath.Join(mmvDir, "app"), mmv.WriterConfig{Metrics: []mmv.MetricDef{
+		{Name: "requests", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.MustHandle("requests", "").SetUint64(7)
+	w.Close()
+	arch := filepath.Join(dir, "arch")
+	os.Mkdir(arch, 0o755)
+	for _, f := range []string{"seedtables.0", "seedtables.meta", "seedtables.index"} {
+		b, _ := os.ReadFile(filepath.Join(corpus, "archives", "seedtables", f))
+		os.WriteFile(filepath.Join(arch, f), b, 0o444)
+	}
+	before := treeDigest(t, dir)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, args := range [][]string{{"--mmv.dir=" + mmvDir}, {"--archive=" + filepath.Join(arch, "seedtables"), "--replay.speed=100", "--replay.loop"}} {
+		addr := e2e.FreeAddr(t)
+		base := "http://" + addr
+		startExporter(t, client, base, append([]string{"serve", "--web.listen-address=" + addr}, args...)...)
+		for i := 0; i < 5; i++ {
+			resp, err := client.Get(base + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !bytes.Contains(b, []byte("pcp_exporter_source_up")) {
+				t.Fatalf("bad scrape:\n%.300s", b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		resp, err := client.Get(base + "/-/ready")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("%v: not ready: %v", args, err)
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+	}
+	if after := treeDigest(t, dir); after != before {
+		t.Error("the MMV directory or the archive changed while being served")
+	}
+}
