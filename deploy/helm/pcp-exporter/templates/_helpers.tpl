@@ -86,11 +86,9 @@ the writers' PIDs are visible: shareProcessNamespace in the sidecar, hostPID in 
 {{- end }}
 
 {{/*
-pcp-exporter.commonArgs: flags shared by serve and backfill (mapping, derived metrics, logs).
+pcp-exporter.commonArgs: flags shared by serve and backfill (naming, mapping, derived metrics).
 */}}
 {{- define "pcp-exporter.commonArgs" -}}
-- --log.level={{ .Values.log.level }}
-- --log.format={{ .Values.log.format }}
 {{- with .Values.naming }}
 - --naming={{ . }}
 {{- end }}
@@ -115,12 +113,16 @@ pcp-exporter.serveArgs: the args of `pcp-exporter serve` (design.md CLI contract
 {{- end }}
 - --web.listen-address=:{{ .Values.web.port }}
 - --web.telemetry-path={{ .Values.web.telemetryPath }}
+- --log.level={{ .Values.log.level }}
+- --log.format={{ .Values.log.format }}
 {{- if eq .Values.mode "daemonset" }}
 {{- range .Values.daemonset.archives.replay }}
 - --archive={{ printf "%s/%s" $.Values.daemonset.archives.mountPath . }}
 {{- end }}
 {{- end }}
-{{ include "pcp-exporter.commonArgs" . }}
+{{- with include "pcp-exporter.commonArgs" . }}
+{{ . }}
+{{- end }}
 {{- with .Values.extraArgs }}
 {{ toYaml . }}
 {{- end }}
@@ -294,7 +296,8 @@ the archives.
 */}}
 {{- define "pcp-exporter.backfillArgs" -}}
 - backfill
-- --output={{ required "backfill.output is required (remote-write:URL, otlp-grpc:HOST:PORT or otlp-http:URL)" .Values.backfill.output }}
+- --quiet
+- --output={{ required "backfill.output is required (remote-write:URL, tsdb:DIR or openmetrics:FILE)" .Values.backfill.output }}
 {{- if .Values.backfill.raw }}
 - --raw
 {{- else if .Values.backfill.step }}
@@ -306,7 +309,9 @@ the archives.
 {{- with .Values.backfill.finish }}
 - --finish={{ . }}
 {{- end }}
-{{ include "pcp-exporter.commonArgs" . }}
+{{- with include "pcp-exporter.commonArgs" . }}
+{{ . }}
+{{- end }}
 {{- with .Values.backfill.extraArgs }}
 {{ toYaml . }}
 {{- end }}
