@@ -18,7 +18,7 @@ type ReplayOptions struct {
 	// observations (default nearest, PCP 6.3.2 and later).
 	Interp semantics.InterpRule
 	// Window is the number of records kept in memory to find the next
-	// observation of each series (default 1024). Beyond it a second reader
+	// observation of each series (default 64). Beyond it a second reader
 	// probes ahead, so memory stays bounded whatever the archive's shape.
 	Window int
 }
@@ -106,7 +106,7 @@ func NewReplay(archives []*Archive, opts ReplayOptions) (*Replay, error) {
 		return nil, errors.New("replay: no archive")
 	}
 	if opts.Window <= 0 {
-		opts.Window = 1024
+		opts.Window = 64
 	}
 	as := append([]*Archive(nil), archives...)
 	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })

@@ -55,6 +55,10 @@ func replayRows(t testing.TB, arch string, rule semantics.InterpRule, interval, 
 		t.Fatal(err)
 	}
 	defer rp.Close()
+	return replayRowsFrom(t, rp, interval, offset, roots)
+}
+
+func replayRowsFrom(t testing.TB, rp *Replay, interval, offset float64, roots []string) []string {
 	var ms []source.Metric
 	for _, m := range rp.Metrics() {
 		for _, root := range roots {
@@ -214,4 +218,28 @@ func interpManifest(t testing.TB, tool string) [][2]string {
 		t.Fatalf("no %s rows in manifest.tsv", tool)
 	}
 	return out
+}
+
+// TestReplaySmallWindow replays every corpus answer again with a window of
+// one record, so that finding the next observations goes through the probe
+// reader: same rows.
+func TestReplaySmallWindow(t *testing.T) {
+	for _, row := range interpManifest(t, "pmfetch_interp_nearest") {
+		args, out := row[0], row[1]
+		arch, iv, off, roots := interpArgs(t, args)
+		a, err := Open(filepath.Join(corpus, arch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp, err := NewReplay([]*Archive{a}, ReplayOptions{Window: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := replayRowsFrom(t, rp, iv, off, roots)
+		rp.Close()
+		want := expectedRows(t, filepath.Join(corpus, out))
+		if d := diffRows(want, got); d != "" {
+			t.Errorf("%s (window 1):%s", args, d)
+		}
+	}
 }

@@ -1,0 +1,35 @@
+# bench/lib.sh: helpers shared by the bench/*/run.sh scripts (sourced).
+#
+# measure LABEL N CMD   runs CMD (bash -c) N times under GNU time after one
+#                       warm-up run and sets MED_WALL (s), MED_CPU (user+sys s)
+#                       and MED_RSS (max RSS, KiB) to the medians.
+# W2_DIR                workload W2 (pmlogger, 186 MB), recorded by
+#                       bench/decode/record-w2.sh when absent (needs pcp).
+W2_DIR=${W2_DIR:-/tmp/pcpx-bench/w2}
+RUNS=${RUNS:-5}
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+measure() {
+	local label=$1 n=$2 cmd=$3 tf i
+	tf=$(mktemp)
+	bash -c "$cmd" >/dev/null 2>&1 || { echo "measure: $label failed: $cmd" >&2; rm -f "$tf"; return 1; }
+	: > "$tf.all"
+	for i in $(seq 1 "$n"); do
+		/usr/bin/time -f '%e %U %S %M' -o "$tf" bash -c "$cmd" >/dev/null 2>&1
+		tail -1 "$tf" >> "$tf.all"
+	done
+	MED_WALL=$(awk '{print $1}' "$tf.all" | median)
+	MED_CPU=$(awk '{print $2+$3}' "$tf.all" | median)
+	MED_RSS=$(awk '{print $4}' "$tf.all" | median)
+	rm -f "$tf" "$tf.all"
+}
+
+need_w2() {
+	if [[ ! -s $W2_DIR/w2v2.0 ]]; then
+		echo "recording W2 into $W2_DIR (5 minutes) ..." >&2
+		"$(dirname "${BASH_SOURCE[0]}")/decode/record-w2.sh" "$W2_DIR" 5min
+	fi
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }

@@ -1,0 +1,42 @@
+#!/bin/bash
+# Replay benchmark (issue 3): workload W2 (bench/lib.sh) replayed at a 1 s
+# step by `pcp-exporter replay` and by PCP's pmrep (-r: raw counters, the
+# same values) over the same 59 metrics (metrics.txt, performance anchor M4),
+# and for one 235-instance metric by pmval -r, in one run: median wall time,
+# CPU, peak RSS, values produced and values/s, with the ratios. Then peak RSS
+# of a replay of every metric of W2 at 100 ms (memory stays flat).
+# usage: bench/replay/run.sh   (env: W2_DIR, RUNS)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+need_w2
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+(cd "$root" && CGO_ENABLED=0 go build -o "$bin/pcp-exporter" ./cmd/pcp-exporter)
+a=$W2_DIR/w2v2
+M=$(tr '\n' ' ' < "$here/metrics.txt")
+count_ours() { "$bin/pcp-exporter" replay "$a" --interval 1s --interp prior "$@" | tail -n +2 | wc -l; }
+count_pmrep() { /usr/bin/python3 /usr/bin/pmrep -r -a "$a" -t 1s -o csv "$@" | awk -F, 'NR>1{for(i=2;i<=NF;i++) if($i!="") v++} END{print v+0}'; }
+count_pmval() { pmval -a "$a" -t 1s -r "$1" | awk '/^[0-9][0-9]:/{for(i=2;i<=NF;i++) if ($i ~ /^-?[0-9.e+]+$/) v++} END{print v+0}'; }
+
+printf '%-44s %8s %8s %9s %10s %12s\n' "replay of W2 (v2), 1 s step" "wall s" "CPU s" "RSS MiB" "values" "values/s"
+row() { printf '%-44s %8.3f %8.3f %9.1f %10d %12.0f\n' "$1" "$MED_WALL" "$MED_CPU" "$(awk -v k="$MED_RSS" 'BEGIN{print k/1024}')" "$2" "$(awk -v n="$2" -v w="$MED_WALL" 'BEGIN{print (w>0)?n/w:0}')"; }
+
+measure pmrep "$RUNS" "exec /usr/bin/python3 /usr/bin/pmrep -r -a $a -t 1s -o csv $M"
+n=$(count_pmrep $M); row "pmrep -r -o csv (59 metrics)" "$n"; p_rate=$(awk -v n="$n" -v w="$MED_WALL" 'BEGIN{print n/w}')
+measure ours "$RUNS" "exec $bin/pcp-exporter replay $a --interval 1s --interp prior $M"
+n=$(count_ours $M); row "pcp-exporter replay (59 metrics)" "$n"; o_rate=$(awk -v n="$n" -v w="$MED_WALL" 'BEGIN{print n/w}')
+echo "ratio replay/pmrep values/s: $(ratio "$o_rate" "$p_rate")  (goal >= 20x)"
+
+m=mem.slabinfo.objects.active
+measure pmval "$RUNS" "exec pmval -a $a -t 1s -r $m"
+n=$(count_pmval $m); row "pmval -r $m" "$n"; p_rate=$(awk -v n="$n" -v w="$MED_WALL" 'BEGIN{print n/w}')
+measure ours1 "$RUNS" "exec $bin/pcp-exporter replay $a --interval 1s --interp prior $m"
+n=$(count_ours $m); row "pcp-exporter replay $m" "$n"; o_rate=$(awk -v n="$n" -v w="$MED_WALL" 'BEGIN{print n/w}')
+echo "ratio replay/pmval values/s: $(ratio "$o_rate" "$p_rate")"
+
+measure all 1 "exec $bin/pcp-exporter replay $a --interval 100ms"
+n=$("$bin/pcp-exporter" replay "$a" --interval 100ms | tail -n +2 | wc -l)
+row "pcp-exporter replay, every metric, 100 ms" "$n"
