@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # bench/lib.sh: helpers shared by the bench/*/run.sh scripts (sourced).
 #
 # measure LABEL N CMD   runs CMD (bash -c) N times under GNU time after one
@@ -11,11 +12,11 @@ RUNS=${RUNS:-5}
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 measure() {
-	local label=$1 n=$2 cmd=$3 tf i
+	local label=$1 n=$2 cmd=$3 tf
 	tf=$(mktemp)
 	bash -c "$cmd" >/dev/null 2>&1 || { echo "measure: $label failed: $cmd" >&2; rm -f "$tf"; return 1; }
 	: > "$tf.all"
-	for i in $(seq 1 "$n"); do
+	for _ in $(seq 1 "$n"); do
 		/usr/bin/time -f '%e %U %S %M' -o "$tf" bash -c "$cmd" >/dev/null 2>&1
 		tail -1 "$tf" >> "$tf.all"
 	done

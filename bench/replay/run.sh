@@ -16,7 +16,7 @@ bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 (cd "$root" && CGO_ENABLED=0 go build -o "$bin/pcp-exporter" ./cmd/pcp-exporter)
 a=$W2_DIR/w2v2
-M=$(tr '\n' ' ' < "$here/metrics.txt")
+mapfile -t M < "$here/metrics.txt"
 count_ours() { "$bin/pcp-exporter" replay "$a" --interval 1s --interp prior "$@" | tail -n +2 | wc -l; }
 count_pmrep() { /usr/bin/python3 /usr/bin/pmrep -r -a "$a" -t 1s -o csv "$@" | awk -F, 'NR>1{for(i=2;i<=NF;i++) if($i!="") v++} END{print v+0}'; }
 count_pmval() { pmval -a "$a" -t 1s -r "$1" | awk '/^[0-9][0-9]:/{for(i=2;i<=NF;i++) if ($i ~ /^-?[0-9.e+]+$/) v++} END{print v+0}'; }
@@ -24,10 +24,10 @@ count_pmval() { pmval -a "$a" -t 1s -r "$1" | awk '/^[0-9][0-9]:/{for(i=2;i<=NF;
 printf '%-44s %8s %8s %9s %10s %12s\n' "replay of W2 (v2), 1 s step" "wall s" "CPU s" "RSS MiB" "values" "values/s"
 row() { printf '%-44s %8.3f %8.3f %9.1f %10d %12.0f\n' "$1" "$MED_WALL" "$MED_CPU" "$(awk -v k="$MED_RSS" 'BEGIN{print k/1024}')" "$2" "$(awk -v n="$2" -v w="$MED_WALL" 'BEGIN{print (w>0)?n/w:0}')"; }
 
-measure pmrep "$RUNS" "exec /usr/bin/python3 /usr/bin/pmrep -r -a $a -t 1s -o csv $M"
-n=$(count_pmrep $M); row "pmrep -r -o csv (59 metrics)" "$n"; p_rate=$(awk -v n="$n" -v w="$MED_WALL" 'BEGIN{print n/w}')
-measure ours "$RUNS" "exec $bin/pcp-exporter replay $a --interval 1s --interp prior $M"
-n=$(count_ours $M); row "pcp-exporter replay (59 metrics)" "$n"; o_rate=$(awk -v n="$n" -v w="$MED_WALL" 'BEGIN{print n/w}')
+measure pmrep "$RUNS" "exec /usr/bin/python3 /usr/bin/pmrep -r -a $a -t 1s -o csv ${M[*]}"
+n=$(count_pmrep "${M[@]}"); row "pmrep -r -o csv (59 metrics)" "$n"; p_rate=$(awk -v n="$n" -v w="$MED_WALL" 'BEGIN{print n/w}')
+measure ours "$RUNS" "exec $bin/pcp-exporter replay $a --interval 1s --interp prior ${M[*]}"
+n=$(count_ours "${M[@]}"); row "pcp-exporter replay (59 metrics)" "$n"; o_rate=$(awk -v n="$n" -v w="$MED_WALL" 'BEGIN{print n/w}')
 echo "ratio replay/pmrep values/s: $(ratio "$o_rate" "$p_rate")  (goal >= 20x)"
 
 m=mem.slabinfo.objects.active
