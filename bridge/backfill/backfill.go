@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sort"
 	"strings"
 	"time"
@@ -102,7 +101,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 		}
 		opts.Mapper = m
 	}
-	r := &run{opts: opts, sink: sink, st: &st, series: map[uint64]*Series{}}
+	r := &run{opts: opts, sink: sink, st: &st, series: map[seriesKey]*Series{}}
 	var err error
 	if opts.Step > 0 {
 		err = r.step(ctx)
@@ -121,7 +120,7 @@ type run struct {
 	sink   Sink
 	st     *Stats
 	batch  []Sample
-	series map[uint64]*Series
+	series map[seriesKey]*Series
 	fams   []mapping.Family
 	byPMID map[semantics.PMID][]int
 	insts  map[semantics.InDom]map[int32]*source.Instance
@@ -163,24 +162,25 @@ func (r *run) instance(indom semantics.InDom, id int32) *source.Instance {
 	return &source.Instance{ID: id, Name: fmt.Sprint(id)}
 }
 
+// seriesKey identifies a series of a run: family, instance, and for
+// info metrics the string value (a label).
+type seriesKey struct {
+	fam  int
+	inst int32
+	info string
+}
+
 // emit turns one PCP value into a sample.
 func (r *run) emit(fi int, inst int32, v semantics.Value, t time.Time) error {
 	f := &r.fams[fi]
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d\x00%d", fi, inst)
-	val := 0.0
-	info := ""
-	switch f.Type {
-	case mapping.Info:
-		info = strings.ToValidUTF8(v.Str(), "\uFFFD")
-		h.Write([]byte{0})
-		h.Write([]byte(info))
-		val = 1
-	default:
+	k := seriesKey{fam: fi, inst: inst}
+	val := 1.0
+	if f.Type == mapping.Info {
+		k.info = strings.ToValidUTF8(v.Str(), "\uFFFD")
+	} else {
 		val = f.Float64(v)
 	}
-	id := h.Sum64()
-	s := r.series[id]
+	s := r.series[k]
 	if s == nil {
 		var in *source.Instance
 		if f.Desc.InDom != semantics.InDomNull {
@@ -188,11 +188,11 @@ func (r *run) emit(fi int, inst int32, v semantics.Value, t time.Time) error {
 		}
 		ls := append([]mapping.LabelPair{{Name: "__name__", Value: f.Name}}, f.Labels(in)...)
 		if f.Type == mapping.Info {
-			ls = append(ls, mapping.LabelPair{Name: mapping.InfoValueLabel, Value: info})
+			ls = append(ls, mapping.LabelPair{Name: mapping.InfoValueLabel, Value: k.info})
 		}
 		sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
-		s = &Series{Labels: ls, Family: f, id: id}
-		r.series[id] = s
+		s = &Series{Labels: ls, Family: f, id: uint64(len(r.series) + 1)}
+		r.series[k] = s
 	}
 	r.st.Read++
 	if r.st.First.IsZero() || t.Before(r.st.First) {

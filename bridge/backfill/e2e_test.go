@@ -313,8 +313,12 @@ func TestRemoteWriteIntoVictoriaMetrics(t *testing.T) {
 	dir := t.TempDir()
 	addr := e2e.FreeAddr(t)
 	cmd := exec.Command(bin, "-httpListenAddr="+addr, "-storageDataPath="+dir, "-retentionPeriod=100y", "-search.latencyOffset=0s", "-search.disableCache")
-	var logb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logb, &logb
+	logf, err := os.Create(filepath.Join(t.TempDir(), "vm.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +330,8 @@ func TestRemoteWriteIntoVictoriaMetrics(t *testing.T) {
 			break
 		}
 		if i > 100 {
-			t.Fatalf("victoria-metrics not up:\n%s", logb.String())
+			b, _ := os.ReadFile(logf.Name())
+			t.Fatalf("victoria-metrics not up:\n%s", b)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

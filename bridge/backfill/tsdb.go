@@ -31,7 +31,8 @@ type TSDBSink struct {
 	pending int
 	blocks  int
 	b       labels.ScratchBuilder
-	refs    map[uint64]storage.SeriesRef
+	refs    map[*Series]storage.SeriesRef // of the current block writer
+	lsets   map[*Series]labels.Labels
 }
 
 // NewTSDBSink writes blocks into dir (created if needed).
@@ -39,7 +40,7 @@ func NewTSDBSink(dir string, logger *slog.Logger) *TSDBSink {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &TSDBSink{dir: dir, logger: logger, ctx: context.Background(), window: -1}
+	return &TSDBSink{dir: dir, logger: logger, ctx: context.Background(), window: -1, lsets: map[*Series]labels.Labels{}}
 }
 
 // Write appends samples; it returns how many were rejected by the TSDB (out
@@ -63,15 +64,19 @@ func (s *TSDBSink) Write(batch []Sample) (rejected int, err error) {
 			}
 			s.w, s.window = w, win
 			s.app = w.Appender(s.ctx)
-			s.refs = map[uint64]storage.SeriesRef{}
+			s.refs = map[*Series]storage.SeriesRef{}
 		}
-		s.b.Reset()
-		for _, l := range smp.Series.Labels {
-			s.b.Add(l.Name, l.Value)
+		lset, ok := s.lsets[smp.Series]
+		if !ok {
+			s.b.Reset()
+			for _, l := range smp.Series.Labels {
+				s.b.Add(l.Name, l.Value)
+			}
+			s.b.Sort()
+			lset = s.b.Labels()
+			s.lsets[smp.Series] = lset
 		}
-		s.b.Sort()
-		lset := s.b.Labels()
-		ref, err := s.app.Append(s.refs[smp.Series.id], lset, smp.T, smp.V)
+		ref, err := s.app.Append(s.refs[smp.Series], lset, smp.T, smp.V)
 		if err != nil {
 			rejected++
 			if first == nil {
@@ -79,7 +84,7 @@ func (s *TSDBSink) Write(batch []Sample) (rejected int, err error) {
 			}
 			continue
 		}
-		s.refs[smp.Series.id] = ref
+		s.refs[smp.Series] = ref
 		s.pending++
 		if s.pending >= maxSamplesInAppender {
 			if err := s.app.Commit(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,8 +55,8 @@ service:
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--config", cfgPath)
-	var logb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logb, &logb
+	logb := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logb, logb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +76,25 @@ service:
 		time.Sleep(100 * time.Millisecond)
 	}
 	return grpcAddr, httpAddr, out
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process writing to it while the
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // otlpPoint is one data point of the collector's JSON output.

@@ -50,6 +50,7 @@ type Replay struct {
 	want []*icp
 
 	feed    *feed
+	view    winRec    // the reader's current record, seen in place
 	win     []*winRec // records read ahead of the position, oldest first
 	spare   []*winRec
 	end     time.Time
@@ -62,6 +63,7 @@ type pmState struct {
 	desc       semantics.Desc
 	icps       []*icp // candidate instances, in instance id order
 	byInst     map[int32]*icp
+	hint       []*icp // the instance at each position of the last record
 	caliper    map[int32][2]float64 // birth, death (seconds from start)
 	lastNumval int
 	numval     int
@@ -401,7 +403,7 @@ func (r *Replay) pop() {
 // before tReq, updating the bounds; the position moves past them.
 func (r *Replay) roll(tReq float64, seenMark *bool) error {
 	for {
-		w, err := r.at(0)
+		w, direct, err := r.front(tReq)
 		if err != nil || w == nil {
 			return err
 		}
@@ -409,8 +411,31 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 			return nil
 		}
 		r.updateBounds(w, tReq, true, nil, seenMark)
-		r.pop()
+		if !direct {
+			r.pop()
+		}
 	}
+}
+
+// front returns the record at the position. With an empty window it reads
+// the next record: one at or before tReq is returned as a view of the
+// reader's record (direct: valid until the next read, consumed by the
+// caller, never copied); a later one is copied into the window.
+func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
+	if len(r.win) > 0 {
+		return r.win[0], false, nil
+	}
+	rec, ai, ok, err := r.feed.next()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	t := r.secs(rec.Time)
+	if t <= tReq {
+		r.view = winRec{t: t, mark: rec.Mark, sets: rec.Sets, ai: ai, vol: rec.Vol, off: rec.Off, time: rec.Time}
+		return &r.view, true, nil
+	}
+	r.push(rec, ai)
+	return r.win[0], false, nil
 }
 
 // searchForward reads forward from the position until every searching
@@ -435,6 +460,7 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 		}
 	}()
 	var pw winRec
+	direct := false
 	for done < forw {
 		var w *winRec
 		if probe == nil && i >= r.opts.Window && len(r.win) > 0 {
@@ -452,6 +478,15 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 			}
 			r.fillWin(&pw, rec, ai)
 			w = &pw
+		} else if i == 0 {
+			var err error
+			w, direct, err = r.front(tReq)
+			if err != nil {
+				return err
+			}
+			if w == nil {
+				break
+			}
 		} else {
 			var err error
 			w, err = r.at(i)
@@ -464,9 +499,13 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 		}
 		r.updateBounds(w, tReq, true, &done, seenMark)
 		forget(w.t)
-		if w.t <= tReq && probe == nil && i == 0 {
+		switch {
+		case probe != nil:
+		case direct:
+			direct = false // consumed in place
+		case w.t <= tReq && i == 0:
 			r.pop()
-		} else if probe == nil {
+		default:
 			i++
 		}
 	}
@@ -512,8 +551,17 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 		if pm == nil || set.Err != nil {
 			continue
 		}
-		for _, iv := range set.Values {
-			c := pm.byInst[iv.Inst]
+		if len(pm.hint) < len(set.Values) {
+			pm.hint = append(pm.hint, make([]*icp, len(set.Values)-len(pm.hint))...)
+		}
+		for j, iv := range set.Values {
+			// records list instances in the same order time after time:
+			// remember where each was, before asking the map
+			c := pm.hint[j]
+			if c == nil || c.inst != iv.Inst {
+				c = pm.byInst[iv.Inst]
+				pm.hint[j] = c
+			}
 			if c == nil {
 				if len(pm.icps) == 1 && pm.icps[0].inst == semantics.InNull {
 					c = pm.icps[0]
@@ -566,6 +614,12 @@ func (r *Replay) readOne() (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
+	r.push(rec, ai)
+	return true, nil
+}
+
+// push copies a record into the window.
+func (r *Replay) push(rec *Record, ai int) {
 	var w *winRec
 	if n := len(r.spare); n > 0 {
 		w = r.spare[n-1]
@@ -575,7 +629,6 @@ func (r *Replay) readOne() (bool, error) {
 	}
 	r.fillWin(w, rec, ai)
 	r.win = append(r.win, w)
-	return true, nil
 }
 
 // fillWin copies the sets of rec that belong to followed metrics into w.
