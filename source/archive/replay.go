@@ -63,7 +63,7 @@ type pmState struct {
 	desc       semantics.Desc
 	icps       []*icp // candidate instances, in instance id order
 	byInst     map[int32]*icp
-	hint       []*icp // the instance at each position of the last record
+	hint       []*icp               // the instance at each position of the last record
 	caliper    map[int32][2]float64 // birth, death (seconds from start)
 	lastNumval int
 	numval     int
