@@ -64,6 +64,7 @@ type sourceState struct {
 	ok       bool
 	duration float64
 	insts    map[semantics.InDom]map[int32]*source.Instance
+	text     textCache
 }
 
 // New returns a Collector over sources, mapped by mapper.
@@ -95,6 +96,18 @@ func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.read(func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+		c.sendConst(ch, s, i, f, iv, inst)
+	})
+	c.sendSelf(ch)
+}
+
+// valueVisitor receives one value of family i of source s.
+type valueVisitor func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance)
+
+// read fetches every source once (remapping those whose metrics changed)
+// and hands every value to visit; it records the self-metrics state.
+func (c *Collector) read(visit valueVisitor) {
 	now := c.now()
 	allOK := true
 	remap := false
@@ -109,7 +122,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, s := range c.sources {
 		start := time.Now()
-		err := c.collectSource(s, now, ch)
+		err := c.readSource(s, now, visit)
 		s.duration = time.Since(start).Seconds()
 		if err != nil {
 			s.errors++
@@ -119,6 +132,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		} else {
 			s.ok = true
 		}
+	}
+	if allOK {
+		c.once.Do(func() { close(c.ready) })
+	}
+}
+
+// sendSelf sends the self-metrics of the last read.
+func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
+	for _, s := range c.sources {
 		up := 0.0
 		if s.ok {
 			up = 1
@@ -146,9 +168,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.filesDesc, prometheus.GaugeValue, float64(exp), s.Name, "true")
 			ch <- prometheus.MustNewConstMetric(c.filesDesc, prometheus.GaugeValue, float64(not), s.Name, "false")
 		}
-	}
-	if allOK {
-		c.once.Do(func() { close(c.ready) })
 	}
 }
 
@@ -184,7 +203,7 @@ func signature(ms []source.Metric) uint64 {
 	return h.Sum64()
 }
 
-func (c *Collector) collectSource(s *sourceState, now time.Time, ch chan<- prometheus.Metric) error {
+func (c *Collector) readSource(s *sourceState, now time.Time, visit valueVisitor) error {
 	t := now
 	if s.When != nil {
 		var ok bool
@@ -213,44 +232,54 @@ func (c *Collector) collectSource(s *sourceState, now time.Time, ch chan<- prome
 			if f.Desc.InDom != semantics.InDomNull {
 				inst = s.instance(f.Desc.InDom, iv.Inst)
 			}
-			labels := f.Labels(inst)
-			names := make([]string, 0, len(labels)+1)
-			values := make([]string, 0, len(labels)+1)
-			for _, l := range labels {
-				names = append(names, l.Name)
-				values = append(values, l.Value)
-			}
-			var val float64
-			vt := prometheus.GaugeValue
-			switch f.Type {
-			case mapping.Info:
-				names = append(names, mapping.InfoValueLabel)
-				values = append(values, strings.ToValidUTF8(iv.Value.Str(), "\uFFFD"))
-				val = 1
-			case mapping.Counter:
-				vt = prometheus.CounterValue
-				val = f.Float64(iv.Value)
-			default:
-				val = f.Float64(iv.Value)
-			}
-			if c.pmproxyFloats {
-				val = pmproxyFloat(iv.Value.Type(), val)
-			}
-			key := strings.Join(names, "\xff")
-			d := s.descs[i][key]
-			if d == nil {
-				d = prometheus.NewDesc(f.Name, f.Help, names, nil)
-				s.descs[i][key] = d
-			}
-			m, err := prometheus.NewConstMetric(d, vt, val, values...)
-			if err != nil {
-				c.logger.Debug("sample dropped", "metric", f.PCPName, "err", err)
-				continue
-			}
-			ch <- m
+			visit(s, i, f, iv, inst)
 		}
 	}
 	return nil
+}
+
+// value is a sample's value in the family's unit (rounded as pmproxy prints
+// it with the pmproxy naming); 1 for an info metric.
+func (c *Collector) value(f *mapping.Family, v semantics.Value) float64 {
+	if f.Type == mapping.Info {
+		return 1
+	}
+	x := f.Float64(v)
+	if c.pmproxyFloats {
+		x = pmproxyFloat(v.Type(), x)
+	}
+	return x
+}
+
+// sendConst sends one value as a const metric.
+func (c *Collector) sendConst(ch chan<- prometheus.Metric, s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	labels := f.Labels(inst)
+	names := make([]string, 0, len(labels)+1)
+	values := make([]string, 0, len(labels)+1)
+	for _, l := range labels {
+		names = append(names, l.Name)
+		values = append(values, l.Value)
+	}
+	vt := prometheus.GaugeValue
+	switch f.Type {
+	case mapping.Info:
+		names = append(names, mapping.InfoValueLabel)
+		values = append(values, strings.ToValidUTF8(iv.Value.Str(), "\uFFFD"))
+	case mapping.Counter:
+		vt = prometheus.CounterValue
+	}
+	key := strings.Join(names, "\xff")
+	d := s.descs[i][key]
+	if d == nil {
+		d = prometheus.NewDesc(f.Name, f.Help, names, nil)
+		s.descs[i][key] = d
+	}
+	m, err := prometheus.NewConstMetric(d, vt, c.value(f, iv.Value), values...)
+	if err != nil {
+		c.logger.Debug("sample dropped", "metric", f.PCPName, "err", err)
+		return
+	}
+	ch <- m
 }
 
 // pmproxyFloat rounds a value to what pmproxy prints (FLOAT %.8g, DOUBLE

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
@@ -159,6 +161,9 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 			closers = append(closers, cleanup)
 			logger.Info("no MMV file in the default directory and no --archive: serving the embedded demo archive in a loop", "mmv.dir", f.mmvDir)
 			archives, loop = []string{path}, true
+			if f.replayStart == "+0s" {
+				f.replayStart = "+2s" // past pmlogger's prologue record, so the first scrape has values
+			}
 		}
 	}
 	if len(archives) > 0 {
@@ -222,8 +227,11 @@ func runServe(f *serveFlags) error {
 	}
 	defer closeSrcs()
 	col := bridge.New(mapper, logger, srcs...)
+	// reg has everything but the PCP samples, which the text fast path
+	// writes itself; full adds them for OpenMetrics and protobuf scrapes.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(versioncollector.NewCollector("pcp_exporter"), col)
+	reg.MustRegister(versioncollector.NewCollector("pcp_exporter"), col.Self())
+	full := prometheus.Gatherers{pcpOnly{col}, reg} // samples first: the self-metrics describe that read
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -237,7 +245,7 @@ func runServe(f *serveFlags) error {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(f.telemetry, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	mux.Handle(f.telemetry, col.Handler(reg, full, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: f.maxRequests,
@@ -253,7 +261,7 @@ func runServe(f *serveFlags) error {
 			fmt.Fprintln(w, "Ready")
 		default:
 			// A first read makes the sources ready; a scrape does it too.
-			reg.Gather()
+			col.WriteText(io.Discard)
 			select {
 			case <-col.Ready():
 				fmt.Fprintln(w, "Ready")
@@ -294,4 +302,16 @@ func runServe(f *serveFlags) error {
 		defer cancel()
 		return server.Shutdown(sctx)
 	}
+}
+
+// pcpOnly gathers the PCP samples of a Collector (without its
+// self-metrics, which the registry has through Self).
+type pcpOnly struct{ c *bridge.Collector }
+
+func (p pcpOnly) Gather() ([]*dto.MetricFamily, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(bridge.SamplesOnly(p.c)); err != nil {
+		return nil, err
+	}
+	return reg.Gather()
 }

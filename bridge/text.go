@@ -1,0 +1,234 @@
+package bridge
+
+import (
+	"bytes"
+	"io"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// seriesKey identifies a series of one family of a source between scrapes.
+type seriesKey struct {
+	fam  int
+	inst int32
+}
+
+// textCache holds the rendered "name{labels}" prefix of every series, so a
+// scrape in the text format renders only values.
+type textCache struct {
+	sig    uint64
+	prefix map[seriesKey][]byte
+}
+
+// WriteText reads every source and writes their samples in the Prometheus
+// text format 0.0.4, families sorted by name, without building a
+// client_golang metric per value: the fast path of /metrics. Series are in
+// instance order within a family. The self-metrics go through Self.
+func (c *Collector) WriteText(w io.Writer) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	type chunk struct {
+		name string
+		b    []byte
+	}
+	var chunks []chunk
+	var cur *chunk
+	lastSrc, lastFam := (*sourceState)(nil), -1
+	c.read(func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+		if s != lastSrc || i != lastFam {
+			lastSrc, lastFam = s, i
+			chunks = append(chunks, chunk{name: f.Name})
+			cur = &chunks[len(chunks)-1]
+			cur.b = appendHeader(cur.b, f)
+		}
+		if s.text.sig != s.sig || s.text.prefix == nil {
+			s.text = textCache{sig: s.sig, prefix: map[seriesKey][]byte{}}
+		}
+		b := cur.b
+		if f.Type == mapping.Info {
+			b = appendSeries(b, f.Name, f.Labels(inst), strings.ToValidUTF8(iv.Value.Str(), "\uFFFD"), true)
+		} else {
+			k := seriesKey{i, iv.Inst}
+			p, ok := s.text.prefix[k]
+			if !ok {
+				p = appendSeries(nil, f.Name, f.Labels(inst), "", false)
+				s.text.prefix[k] = p
+			}
+			b = append(b, p...)
+		}
+		b = appendFloat(b, c.value(f, iv.Value))
+		cur.b = append(b, '\n')
+	})
+	sort.SliceStable(chunks, func(i, j int) bool { return chunks[i].name < chunks[j].name })
+	for _, ch := range chunks {
+		if _, err := w.Write(ch.b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func appendHeader(b []byte, f *mapping.Family) []byte {
+	if f.Help != "" {
+		b = append(b, "# HELP "...)
+		b = append(b, f.Name...)
+		b = append(b, ' ')
+		b = appendEscaped(b, f.Help, false)
+		b = append(b, '\n')
+	}
+	b = append(b, "# TYPE "...)
+	b = append(b, f.Name...)
+	if f.Type == mapping.Counter {
+		b = append(b, " counter\n"...)
+	} else {
+		b = append(b, " gauge\n"...)
+	}
+	return b
+}
+
+// appendSeries appends `name{labels} ` (with the info value label when
+// info is set), labels sorted by name as client_golang writes them.
+func appendSeries(b []byte, name string, labels []mapping.LabelPair, value string, info bool) []byte {
+	if info {
+		labels = append(append([]mapping.LabelPair(nil), labels...), mapping.LabelPair{Name: mapping.InfoValueLabel, Value: value})
+		sort.Slice(labels, func(i, j int) bool { return labels[i].Name < labels[j].Name })
+	}
+	b = append(b, name...)
+	if len(labels) > 0 {
+		b = append(b, '{')
+		for i, l := range labels {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, l.Name...)
+			b = append(b, `="`...)
+			b = appendEscaped(b, l.Value, true)
+			b = append(b, '"')
+		}
+		b = append(b, '}')
+	}
+	return append(b, ' ')
+}
+
+// appendEscaped escapes as the text format does: backslash and newline,
+// and double quotes in label values; invalid UTF-8 becomes U+FFFD.
+func appendEscaped(b []byte, s string, quote bool) []byte {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			b = append(b, `\\`...)
+		case c == '\n':
+			b = append(b, `\n`...)
+		case c == '"' && quote:
+			b = append(b, `\"`...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// appendFloat writes a value as client_golang's text encoder does.
+func appendFloat(b []byte, f float64) []byte {
+	switch {
+	case f == 1:
+		return append(b, '1')
+	case f == 0:
+		return append(b, '0')
+	case f == -1:
+		return append(b, "-1"...)
+	case math.IsNaN(f):
+		return append(b, "NaN"...)
+	case math.IsInf(f, +1):
+		return append(b, "+Inf"...)
+	case math.IsInf(f, -1):
+		return append(b, "-Inf"...)
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+// samplesCollector sends a Collector's PCP samples without its self-metrics.
+type samplesCollector struct{ c *Collector }
+
+func (s samplesCollector) Describe(chan<- *prometheus.Desc) {}
+func (s samplesCollector) Collect(ch chan<- prometheus.Metric) {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	s.c.read(func(src *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+		s.c.sendConst(ch, src, i, f, iv, inst)
+	})
+}
+
+// SamplesOnly returns a collector of the PCP samples only (for scrapes
+// served through client_golang next to Self).
+func SamplesOnly(c *Collector) prometheus.Collector { return samplesCollector{c} }
+
+// selfCollector sends a Collector's self-metrics from its last read.
+type selfCollector struct{ c *Collector }
+
+func (s selfCollector) Describe(chan<- *prometheus.Desc) {}
+func (s selfCollector) Collect(ch chan<- prometheus.Metric) {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	s.c.sendSelf(ch)
+}
+
+// Self returns a collector of the self-metrics only (for the fast path,
+// whose samples WriteText writes).
+func (c *Collector) Self() prometheus.Collector { return selfCollector{c} }
+
+// Handler serves /metrics: the text format through WriteText (plus the
+// gatherer's metrics, which must include Self) when the scraper accepts
+// it, else everything through client_golang (OpenMetrics, protobuf) with
+// full, which must include the Collector itself.
+func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.HandlerOpts) http.Handler {
+	slow := promhttp.HandlerFor(full, opts)
+	var inFlight chan struct{}
+	if opts.MaxRequestsInFlight > 0 {
+		inFlight = make(chan struct{}, opts.MaxRequestsInFlight)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if expfmt.NegotiateIncludingOpenMetrics(r.Header).FormatType() != expfmt.TypeTextPlain {
+			slow.ServeHTTP(w, r)
+			return
+		}
+		if inFlight != nil {
+			select {
+			case inFlight <- struct{}{}:
+				defer func() { <-inFlight }()
+			default:
+				http.Error(w, "too many concurrent scrapes", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		var buf bytes.Buffer
+		if err := c.WriteText(&buf); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		mfs, err := fast.Gather()
+		if err != nil && opts.ErrorLog != nil {
+			opts.ErrorLog.Println("gathering self-metrics:", err)
+		}
+		enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, mf := range mfs {
+			enc.Encode(mf)
+		}
+		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+		w.Write(buf.Bytes())
+	})
+}
