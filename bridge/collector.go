@@ -48,6 +48,12 @@ type Collector struct {
 	once    sync.Once
 	// pmproxyFloats rounds FLOAT and DOUBLE values as pmproxy prints them.
 	pmproxyFloats bool
+	// chunks is the family order of the last text scrape (reused).
+	chunks []struct {
+		name string
+		src  *sourceState
+		fam  int
+	}
 
 	upDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 }

@@ -18,17 +18,19 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
-// seriesKey identifies a series of one family of a source between scrapes.
-type seriesKey struct {
-	fam  int
-	inst int32
-}
-
 // textCache holds the rendered "name{labels}" prefix of every series, so a
-// scrape in the text format renders only values.
+// scrape in the text format renders only values: per family, by the
+// position of the value in the fetch (instances come in the same order
+// scrape after scrape), checked against the instance id.
 type textCache struct {
 	sig    uint64
-	prefix map[seriesKey][]byte
+	prefix [][]cachedPrefix
+	buf    [][]byte // each family's text, reused scrape after scrape
+}
+
+type cachedPrefix struct {
+	inst int32
+	b    []byte
 }
 
 // WriteText reads every source and writes their samples in the Prometheus
@@ -40,39 +42,44 @@ func (c *Collector) WriteText(w io.Writer) error {
 	defer c.mu.Unlock()
 	type chunk struct {
 		name string
-		b    []byte
+		src  *sourceState
+		fam  int
 	}
-	var chunks []chunk
-	var cur *chunk
-	lastSrc, lastFam := (*sourceState)(nil), -1
+	chunks := c.chunks[:0]
+	var cur *[]byte
+	lastSrc, lastFam, pos := (*sourceState)(nil), -1, 0
 	c.read(func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+		if s.text.sig != s.sig || len(s.text.prefix) != len(s.families) {
+			s.text = textCache{sig: s.sig, prefix: make([][]cachedPrefix, len(s.families)), buf: make([][]byte, len(s.families))}
+		}
 		if s != lastSrc || i != lastFam {
-			lastSrc, lastFam = s, i
-			chunks = append(chunks, chunk{name: f.Name})
-			cur = &chunks[len(chunks)-1]
-			cur.b = appendHeader(cur.b, f)
+			lastSrc, lastFam, pos = s, i, 0
+			chunks = append(chunks, chunk{name: f.Name, src: s, fam: i})
+			cur = &s.text.buf[i]
+			*cur = appendHeader((*cur)[:0], f)
 		}
-		if s.text.sig != s.sig || s.text.prefix == nil {
-			s.text = textCache{sig: s.sig, prefix: map[seriesKey][]byte{}}
-		}
-		b := cur.b
+		b := *cur
 		if f.Type == mapping.Info {
 			b = appendSeries(b, f.Name, f.Labels(inst), strings.ToValidUTF8(iv.Value.Str(), "\uFFFD"), true)
 		} else {
-			k := seriesKey{i, iv.Inst}
-			p, ok := s.text.prefix[k]
-			if !ok {
-				p = appendSeries(nil, f.Name, f.Labels(inst), "", false)
-				s.text.prefix[k] = p
+			ps := s.text.prefix[i]
+			if pos >= len(ps) {
+				ps = append(ps, cachedPrefix{inst: iv.Inst - 1})
+				s.text.prefix[i] = ps
 			}
-			b = append(b, p...)
+			if ps[pos].inst != iv.Inst || ps[pos].b == nil {
+				ps[pos] = cachedPrefix{inst: iv.Inst, b: appendSeries(nil, f.Name, f.Labels(inst), "", false)}
+			}
+			b = append(b, ps[pos].b...)
+			pos++
 		}
 		b = appendFloat(b, c.value(f, iv.Value))
-		cur.b = append(b, '\n')
+		*cur = append(b, '\n')
 	})
 	sort.SliceStable(chunks, func(i, j int) bool { return chunks[i].name < chunks[j].name })
+	c.chunks = chunks
 	for _, ch := range chunks {
-		if _, err := w.Write(ch.b); err != nil {
+		if _, err := w.Write(ch.src.text.buf[ch.fam]); err != nil {
 			return err
 		}
 	}
