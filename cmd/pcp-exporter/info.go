@@ -26,6 +26,7 @@ func init() {
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			paths := cmd.Arg("source", "Archive: base name or any of its files.").Strings()
 			mf := addMMVFlags(cmd, false)
+			dflags := addDerivedFlags(cmd)
 			return func() error {
 				if len(*paths) == 0 && mf.path == "" {
 					return usagef("info: name at least one source")
@@ -47,11 +48,27 @@ func init() {
 					defer a.Close()
 					srcs = append(srcs, a)
 				}
+				for i, src := range srcs {
+					ms, err := dflags.describe(src.Metrics(), nil)
+					if err != nil {
+						return err
+					}
+					srcs[i] = describedSource{src, ms}
+				}
 				return writeInfo(os.Stdout, srcs...)
 			}
 		},
 	})
 }
+
+// describedSource is a source whose metric list includes the derived
+// metrics of --derived.config.
+type describedSource struct {
+	metadataSource
+	metrics []source.Metric
+}
+
+func (d describedSource) Metrics() []source.Metric { return d.metrics }
 
 type infoInstance struct {
 	ID     int32           `json:"id"`
