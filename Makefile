@@ -5,7 +5,8 @@
 #   make build       static binary ./pcp-exporter (CGO_ENABLED=0, version stamped)
 #   make lint        go vet + gofmt -l (fails on any unformatted file) + shellcheck
 #   make fuzz        every Fuzz target for FUZZTIME (default 5s) each
-#   make bench       every Go benchmark once, with -benchmem
+#   make bench       every side-by-side comparison with the PCP peers + Go benchmarks -> docs/performance.md
+#   make bench-go    every Go benchmark once, with -benchmem
 #   make bench-peers every bench/*/run.sh (side-by-side runs against real PCP peers)
 #   make soak        the soak test script (scripts/soak.sh)
 #   make helm        helm lint --strict + helm template of deploy/helm for every ci/*-values.yaml
@@ -28,7 +29,7 @@ LDFLAGS   := -s -w \
 	-X $(VPKG).BuildUser=$(BUILDUSER) \
 	-X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all test race build lint vet fmt shellcheck fuzz bench bench-peers soak helm image clean
+.PHONY: all test race build lint vet fmt shellcheck fuzz bench bench-go bench-peers soak helm image clean
 
 all: lint build test
 
@@ -64,6 +65,9 @@ fuzz:
 	done
 
 bench:
+	bash bench/run-all.sh
+
+bench-go:
 	GOMAXPROCS=$${GOMAXPROCS:-1} $(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
 
 bench-peers:
