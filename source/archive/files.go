@@ -203,7 +203,11 @@ func readAll(path string) ([]byte, error) {
 	defer s.Close()
 	b, err := io.ReadAll(s.r)
 	if err != nil {
-		return b, fmt.Errorf("%s: %w", path, err)
+		if s.plain {
+			return b, fmt.Errorf("%s: %w", path, err)
+		}
+		// a compressed stream cut short or corrupt: where its data ends
+		return b, &FormatError{File: path, Off: int64(len(b)), Msg: "decompress: " + err.Error()}
 	}
 	return b, nil
 }
