@@ -17,6 +17,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
@@ -230,7 +231,8 @@ func runServe(f *serveFlags) error {
 	// reg has everything but the PCP samples, which the text fast path
 	// writes itself; full adds them for OpenMetrics and protobuf scrapes.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(versioncollector.NewCollector("pcp_exporter"), col.Self())
+	reg.MustRegister(versioncollector.NewCollector("pcp_exporter"), col.Self(),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	full := prometheus.Gatherers{pcpOnly{col}, reg} // samples first: the self-metrics describe that read
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
