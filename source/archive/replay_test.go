@@ -243,3 +243,46 @@ func TestReplaySmallWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayMultiArchive replays marks' two parts given as separate
+// archives, one timeline as a libpcp multi-archive context, against the
+// answers for the pmlogextract merge of the same parts (whose <mark> 1 ms
+// after part_a's end is what the replay synthesizes between archives).
+func TestReplayMultiArchive(t *testing.T) {
+	n := 0
+	defer func() {
+		if n < 8 {
+			t.Errorf("only %d marks answers replayed", n)
+		}
+	}()
+	for _, tc := range []struct {
+		tool string
+		rule semantics.InterpRule
+	}{{"pmfetch_interp", semantics.InterpPrior}, {"pmfetch_interp_nearest", semantics.InterpNearest}} {
+		for _, row := range interpManifest(t, tc.tool) {
+			arch, iv, off, roots := interpArgs(t, row[0])
+			if arch != "archives/marks/marks" {
+				continue
+			}
+			n++
+			var as []*Archive
+			for _, p := range []string{"part_b", "part_a"} { // any order: sorted by start
+				a, err := Open(filepath.Join(corpus, "archives/marks/parts", p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				as = append(as, a)
+			}
+			rp, err := NewReplay(as, ReplayOptions{Interp: tc.rule})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := replayRowsFrom(t, rp, iv, off, roots)
+			rp.Close()
+			want := expectedRows(t, filepath.Join(corpus, row[1]))
+			if d := diffRows(want, got); d != "" {
+				t.Errorf("%s as two archives (%s):%s", row[0], tc.rule, d)
+			}
+		}
+	}
+}
