@@ -13,7 +13,11 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 
+	"github.com/pcp-exporter/pcp-exporter/bridge"
+	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
@@ -63,12 +67,18 @@ func init() {
 		help: "Print the current values of an MMV file or directory.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			mf := addMMVFlags(cmd, true)
-			format := cmd.Flag("format", "Output format: csv, json or openmetrics.").Default("csv").Enum("csv", "json", "openmetrics")
+			format := cmd.Flag("format", "Output format: csv, json or openmetrics (the exposition serve gives, mapped by --naming and --mapping.config).").Default("csv").Enum("csv", "json", "openmetrics")
+			mappingFile := cmd.Flag("mapping.config", "Mapping configuration file for --format openmetrics (as for serve).").PlaceHolder("FILE").String()
+			naming := cmd.Flag("naming", "Naming for --format openmetrics: default or pmproxy (as for serve).").Default("default").Enum("default", "pmproxy")
 			dflags := addDerivedFlags(cmd)
 			names := cmd.Arg("metric", "Metrics or subtrees to fetch (all when none is given).").Strings()
 			return func() error {
+				var mapper *mapping.Mapper
 				if *format == "openmetrics" {
-					return usagef("fetch: --format openmetrics is not available yet (needs the mapping bridge); use csv or json")
+					var err error
+					if mapper, err = newMapper(*mappingFile, *naming); err != nil {
+						return err
+					}
 				}
 				logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 				src, err := openMMV(mf.path, mf.pidCheck, logger)
@@ -78,6 +88,9 @@ func init() {
 				defer src.Close()
 				if src, err = dflags.wrap(src, logger); err != nil {
 					return err
+				}
+				if mapper != nil {
+					return fetchOpenMetrics(os.Stdout, src, mf.path, *names, mapper, logger)
 				}
 				return fetchValues(os.Stdout, src, *names, *format)
 			}
@@ -248,4 +261,44 @@ func appendFetchJSON(b []byte, res *source.Result, metrics []source.Metric) []by
 		b = append(b, "]}"...)
 	}
 	return append(b, "]}\n"...)
+}
+
+// selectedSource restricts a source's metrics to those fetch selected.
+type selectedSource struct {
+	source.Source
+	metrics []source.Metric
+}
+
+func (s selectedSource) Metrics() []source.Metric { return s.metrics }
+
+// fetchOpenMetrics fetches the selected metrics once and writes them as the
+// OpenMetrics exposition serve gives for the source (mapped families, no
+// self-metrics), ended by # EOF.
+func fetchOpenMetrics(w io.Writer, src source.Source, name string, args []string, mapper *mapping.Mapper, logger *slog.Logger) error {
+	metrics, err := selectMetrics(src.Metrics(), args)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	col := bridge.New(mapper, logger, bridge.Source{Name: name, Src: selectedSource{src, metrics}})
+	if err := reg.Register(bridge.SamplesOnly(col)); err != nil {
+		return err
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	enc := expfmt.NewEncoder(bw, expfmt.NewFormat(expfmt.TypeOpenMetrics))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return fmt.Errorf("openmetrics: %s: %w", mf.GetName(), err)
+		}
+	}
+	if c, ok := enc.(expfmt.Closer); ok {
+		if err := c.Close(); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }

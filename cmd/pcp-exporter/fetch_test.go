@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -126,4 +128,82 @@ func TestInfoMMV(t *testing.T) {
 	if got := run([]string{"info", "--mmv", filepath.Join(mmvCorpus, "corpusv1")}); got != 0 {
 		t.Errorf("info --mmv FILE: exit %d", got)
 	}
+}
+
+// TestFetchOpenMetrics checks fetch --format openmetrics over the corpus MMV
+// files against golden files (our output; the mapping itself is checked by
+// package mapping and against the real pmproxy by package bridge) and its
+// OpenMetrics structure.
+func TestFetchOpenMetrics(t *testing.T) {
+	running := regexp.MustCompile(`(?m)^(mmv_corpusv\d_stats_elapsed_running(?:_seconds_total)?(?:\{[^}]*\})?) .*$`)
+	for _, tc := range []struct {
+		name, path, naming string
+		metrics            []string
+	}{
+		{"dir.om", mmvCorpus, "default", nil},
+		{"dir.pmproxy.om", mmvCorpus, "pmproxy", nil},
+		{"v1-subtrees.om", filepath.Join(mmvCorpus, "corpusv1"), "default", []string{"mmv.corpusv1.stats.names", "mmv.corpusv1.stats.elapsed", "mmv.corpusv1.stats.i32"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := openMMV(tc.path, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			mapper, err := newMapper("", tc.naming)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := fetchOpenMetrics(&out, src, tc.path, tc.metrics, mapper, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := omCheck(out.Bytes()); err != nil {
+				t.Fatalf("not OpenMetrics: %v\n%s", err, out.String())
+			}
+			got := running.ReplaceAll(out.Bytes(), []byte("$1 RUNNING"))
+			golden := filepath.Join("..", "..", "testdata", "mmv", "fetch", tc.name)
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("fetch output differs from %s (run with -update after checking):\n%s", golden, got)
+			}
+		})
+	}
+	if got := run([]string{"fetch", "--mmv", mmvCorpus, "--format", "openmetrics", "--naming", "nope"}); got != 2 {
+		t.Errorf("bad --naming: exit %d, want 2", got)
+	}
+}
+
+// omCheck checks the OpenMetrics structure: each sample line belongs to
+// the family of the last # TYPE line (its name, or name_total/_info), and
+// the exposition ends with # EOF. It returns the number of samples.
+func omCheck(b []byte) (int, error) {
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) == 0 || lines[len(lines)-1] != "# EOF" {
+		return 0, errors.New("no # EOF at the end")
+	}
+	family, n := "", 0
+	for _, l := range lines[:len(lines)-1] {
+		if f, ok := strings.CutPrefix(l, "# TYPE "); ok {
+			family, _, _ = strings.Cut(f, " ")
+			continue
+		}
+		if strings.HasPrefix(l, "#") {
+			continue
+		}
+		name := l[:strings.IndexAny(l+" ", "{ ")]
+		if name != family && name != family+"_total" {
+			return n, fmt.Errorf("sample %q outside family %q", l, family)
+		}
+		n++
+	}
+	return n, nil
 }
