@@ -50,6 +50,7 @@ type Replay struct {
 	want []*icp
 
 	feed    *feed
+	setHint []setHint // the metric at each set position of the last record
 	view    winRec    // the reader's current record, seen in place
 	win     []*winRec // records read ahead of the position, oldest first
 	spare   []*winRec
@@ -72,6 +73,12 @@ type pmState struct {
 
 // icp is libpcp's instcntl_t: the interpolation bounds of one instance.
 // Times are seconds from the start, -1 when unset.
+type setHint struct {
+	pmid semantics.PMID
+	pm   *pmState
+	ok   bool
+}
+
 type icp struct {
 	inst     int32
 	tPrior   float64
@@ -200,6 +207,7 @@ func (r *Replay) reset() {
 	for p := range r.pms {
 		r.pms[p] = r.newPM(p)
 	}
+	r.setHint = r.setHint[:0]
 	r.fetched = false
 }
 
@@ -545,9 +553,18 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 		}
 		return
 	}
+	if len(r.setHint) < len(w.sets) {
+		r.setHint = append(r.setHint, make([]setHint, len(w.sets)-len(r.setHint))...)
+	}
 	for i := range w.sets {
 		set := &w.sets[i]
-		pm := r.pms[set.PMID]
+		// records list their metrics in the same order time after time:
+		// remember which metric was at each position before asking the map
+		h := &r.setHint[i]
+		if !h.ok || h.pmid != set.PMID {
+			*h = setHint{pmid: set.PMID, pm: r.pms[set.PMID], ok: true}
+		}
+		pm := h.pm
 		if pm == nil || set.Err != nil {
 			continue
 		}
