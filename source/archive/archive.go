@@ -180,6 +180,9 @@ func (a *Archive) seek(r *Reader, st *state, e IndexEntry) bool {
 	}
 	for vi, v := range st.vols {
 		if int32(v.num) == e.Vol {
+			if !recordAt(v.path, e.DataOff) {
+				return false
+			}
 			r.vi = vi
 			r.start = e.DataOff
 			return true
@@ -493,4 +496,35 @@ func (a *Archive) End() (time.Time, error) {
 		}
 	}
 	return a.label.Start, nil
+}
+
+// recordAt reports whether a plain volume holds a whole record at off (its
+// length and trailer agree) or ends at off, so that a corrupt index entry (past the end,
+// inside a record) is passed over for an earlier one instead of ending the
+// iteration. Compressed volumes cannot be checked without decompressing and
+// are trusted.
+func recordAt(path string, off int64) bool {
+	if compressionOf(path) != "" {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() == off {
+		return true // pmlogger's closing entry: the end of the volume
+	}
+	var b [4]byte
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		return false
+	}
+	n := int64(int32(be32(b[:])))
+	if n < 16 || n > maxRecordSize-1 {
+		return false
+	}
+	if _, err := f.ReadAt(b[:], off+n-4); err != nil {
+		return false
+	}
+	return int64(int32(be32(b[:]))) == n
 }
