@@ -250,6 +250,7 @@ func (r *run) raw(ctx context.Context) error {
 		} else {
 			rd = a.Records()
 		}
+		rd.Only(func(p semantics.PMID) bool { _, ok := r.byPMID[p]; return ok })
 		n := 0
 		for rd.Next() {
 			if n++; n%1024 == 0 && ctx.Err() != nil {

@@ -123,6 +123,8 @@ type Reader struct {
 	err     error
 	closed  bool
 	hdrSize int
+	keep    func(semantics.PMID) bool // nil: every metric (see Only)
+	keeps   []keepCache
 }
 
 type typeCache struct {
@@ -279,6 +281,10 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		p += 8
 		vs := source.ValueSet{PMID: pmid}
 		starts = append(starts, len(vals))
+		if numval <= 0 && r.keep != nil && !r.kept(i, pmid) {
+			starts = starts[:len(starts)-1]
+			continue
+		}
 		if numval < 0 {
 			vs.Err = r.errOf(numval)
 			out.Sets = append(out.Sets, vs)
@@ -290,6 +296,11 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		}
 		if int(numval) > (end-p-4)/8 {
 			return r.ferr(off+int64(p)-4, "numval %d of %s does not fit in the record", numval, pmid)
+		}
+		if r.keep != nil && !r.kept(i, pmid) {
+			starts = starts[:len(starts)-1]
+			p += 4 + 8*int(numval) // not wanted: skipped undecoded
+			continue
 		}
 		valfmt := be32(rec[p:])
 		p += 4

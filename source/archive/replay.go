@@ -201,7 +201,7 @@ func (r *Replay) reset() {
 	if r.feed != nil {
 		r.feed.close()
 	}
-	r.feed = &feed{archives: r.archives}
+	r.feed = &feed{archives: r.archives, keep: r.follows}
 	r.spare = append(r.spare, r.win...)
 	r.win = r.win[:0]
 	for p := range r.pms {
@@ -232,6 +232,10 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 	}
 	return pm
 }
+
+// follows reports whether the replay follows a metric (the readers skip
+// the value sets of the others undecoded).
+func (r *Replay) follows(p semantics.PMID) bool { return r.pms[p] != nil }
 
 // secs is libpcp's time measure: seconds from the archive start as a double
 // (__pmTimestampSub: seconds and nanoseconds subtracted separately).
@@ -473,7 +477,7 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 		var w *winRec
 		if probe == nil && i >= r.opts.Window && len(r.win) > 0 {
 			last := r.win[len(r.win)-1]
-			probe = &feed{archives: r.archives}
+			probe = &feed{archives: r.archives, keep: r.follows}
 			probe.seekPos(last.ai, last.vol, last.off, last.time)
 		}
 		if probe != nil {
@@ -817,6 +821,7 @@ func interpolateAt(d semantics.Desc, rule semantics.InterpRule, prior, next *sem
 // the earlier one (as pmlogextract marks a gap).
 type feed struct {
 	archives []*Archive
+	keep     func(semantics.PMID) bool // metrics the readers decode
 	ai       int
 	r        *Reader
 	started  bool
@@ -835,8 +840,18 @@ func (f *feed) seek(t time.Time) {
 			f.ai = i
 		}
 	}
-	f.r = f.archives[f.ai].Records()
+	f.r = f.reader(f.ai)
 	f.started = true
+}
+
+// reader returns a Reader over archive ai from its start, decoding only
+// the followed metrics.
+func (f *feed) reader(ai int) *Reader {
+	r := f.archives[ai].Records()
+	if f.keep != nil {
+		r.Only(f.keep)
+	}
+	return r
 }
 
 // seekPos starts the feed just after the record at (vol, off) of archive ai.
@@ -846,10 +861,10 @@ func (f *feed) seekPos(ai, vol int, off int64, t time.Time) {
 	f.last = t
 	a := f.archives[ai]
 	if vol < 0 { // a synthesized mark: the next archive's start
-		f.r = a.Records()
+		f.r = f.reader(ai)
 		return
 	}
-	r := a.Records()
+	r := f.reader(ai)
 	st := a.state()
 	for vi, v := range st.vols {
 		if v.num == vol {
@@ -863,7 +878,7 @@ func (f *feed) seekPos(ai, vol int, off int64, t time.Time) {
 
 func (f *feed) next() (*Record, int, bool, error) {
 	if !f.started {
-		f.r = f.archives[0].Records()
+		f.r = f.reader(0)
 		f.started = true
 	}
 	for {
@@ -880,7 +895,7 @@ func (f *feed) next() (*Record, int, bool, error) {
 		}
 		f.r.Close()
 		f.ai++
-		f.r = f.archives[f.ai].Records()
+		f.r = f.reader(f.ai)
 		if !f.last.IsZero() {
 			f.mark = Record{Time: f.last.Add(time.Millisecond), Mark: true, Vol: -1}
 			return &f.mark, f.ai, true, nil
