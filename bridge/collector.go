@@ -60,6 +60,8 @@ type Collector struct {
 
 type sourceState struct {
 	Source
+	ms       []source.Metric // the source's metrics at epoch
+	epoch    uint64          // source.EpochOf before ms was read
 	sig      uint64
 	families []mapping.Family
 	skipped  []mapping.Skipped
@@ -118,8 +120,7 @@ func (c *Collector) read(visit valueVisitor) {
 	allOK := true
 	remap := false
 	for _, s := range c.sources {
-		if sig := signature(s.Src.Metrics()); sig != s.sig {
-			s.sig = sig
+		if s.loadMetrics() {
 			remap = true
 		}
 	}
@@ -182,7 +183,7 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 func (c *Collector) remap() {
 	ns := &mapping.Namespace{}
 	for _, s := range c.sources {
-		s.families, s.skipped = c.mapper.MapAll(s.Src.Metrics(), ns)
+		s.families, s.skipped = c.mapper.MapAll(s.ms, ns)
 		for _, sk := range s.skipped {
 			if sk.Reason == mapping.SkipNameClash {
 				c.logger.Warn("metric skipped: name clash", "source", s.Name, "metric", sk.PCPName, "detail", sk.Detail)
@@ -195,6 +196,19 @@ func (c *Collector) remap() {
 			s.descs = append(s.descs, map[string]*prometheus.Desc{})
 		}
 	}
+}
+
+// loadMetrics reads the source's metrics (and the epoch before them); true
+// when they differ from the last ones mapped.
+func (s *sourceState) loadMetrics() bool {
+	s.epoch = source.EpochOf(s.Src)
+	s.ms = s.Src.Metrics()
+	sig := signature(s.ms)
+	if sig == s.sig {
+		return false
+	}
+	s.sig = sig
+	return true
 }
 
 func signature(ms []source.Metric) uint64 {
@@ -217,13 +231,35 @@ func (c *Collector) readSource(s *sourceState, now time.Time, visit valueVisitor
 			return nil
 		}
 	}
-	if len(s.pmids) == 0 {
-		return nil
+	// A source may change its metrics under us (an MMV directory rescanned
+	// during the fetch renumbers clusters, so a PMID can name another
+	// file's metric): read again, remapped, until the metrics, the values
+	// and the instances all come from one metric set.
+	for attempt := 0; ; attempt++ {
+		if len(s.pmids) == 0 && s.epoch == source.EpochOf(s.Src) {
+			return nil
+		}
+		if len(s.pmids) > 0 {
+			if err := s.Src.Fetch(t, s.pmids, &s.res); err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+		}
+		s.insts = nil
+		for i := range s.families {
+			if i < len(s.res.Sets) && s.res.Sets[i].Err == nil && len(s.res.Sets[i].Values) > 0 && s.families[i].Desc.InDom != semantics.InDomNull {
+				s.instance(s.families[i].Desc.InDom, s.res.Sets[i].Values[0].Inst)
+			}
+		}
+		if source.EpochOf(s.Src) == s.epoch {
+			break
+		}
+		if attempt == 3 {
+			return fmt.Errorf("%s: metrics kept changing during %d reads", s.Name, attempt+1)
+		}
+		if s.loadMetrics() {
+			c.remap()
+		}
 	}
-	if err := s.Src.Fetch(t, s.pmids, &s.res); err != nil {
-		return fmt.Errorf("%s: %w", s.Name, err)
-	}
-	s.insts = nil
 	for i := range s.families {
 		if i >= len(s.res.Sets) {
 			break

@@ -172,6 +172,49 @@ func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms 
 	return dst
 }
 
+// pinnedSource answers the instances and generations of one fetch as they
+// were right after it, so that a conversion does not see a later metric set.
+type pinnedSource struct {
+	source.Source
+	insts map[semantics.InDom][]source.Instance
+	gens  map[semantics.PMID]time.Time
+}
+
+func pinSource(src source.Source, ms []source.Metric, res *source.Result) *pinnedSource {
+	p := &pinnedSource{Source: src, insts: map[semantics.InDom][]source.Instance{}}
+	gen, _ := src.(Generationer)
+	if f, ok := src.(interface{ Generation() time.Time }); ok && gen == nil {
+		gen = fileGeneration{f}
+	}
+	if gen != nil {
+		p.gens = map[semantics.PMID]time.Time{}
+	}
+	for i := range ms {
+		if i >= len(res.Sets) || res.Sets[i].Err != nil || len(res.Sets[i].Values) == 0 {
+			continue
+		}
+		d := &ms[i].Desc
+		if _, ok := p.insts[d.InDom]; !ok && d.InDom != semantics.InDomNull {
+			p.insts[d.InDom] = src.Instances(d.InDom)
+		}
+		if gen != nil {
+			p.gens[d.PMID] = gen.Generation(d.PMID)
+		}
+	}
+	return p
+}
+
+// Instances returns the instances read after the fetch.
+func (p *pinnedSource) Instances(indom semantics.InDom) []source.Instance {
+	if in, ok := p.insts[indom]; ok {
+		return in
+	}
+	return p.Source.Instances(indom)
+}
+
+// Generation returns the generation read after the fetch (zero: none).
+func (p *pinnedSource) Generation(pmid semantics.PMID) time.Time { return p.gens[pmid] }
+
 // OTelProducer is an sdk/metric Producer over PCP sources: every collection
 // fetches them (at the time their When gives) and converts the values.
 type OTelProducer struct {
@@ -205,19 +248,39 @@ func (p *OTelProducer) Produce(context.Context) ([]metricdata.ScopeMetrics, erro
 				continue
 			}
 		}
-		ms := s.Src.Metrics()
-		pmids := make([]semantics.PMID, len(ms))
-		for i := range ms {
-			pmids[i] = ms[i].Desc.PMID
+		// as the collector does: read again until the metrics, the values,
+		// the instances and the generations come from one metric set (an
+		// MMV directory rescan renumbers PMIDs)
+		var ms []source.Metric
+		var pin *pinnedSource
+		var err error
+		for attempt := 0; ; attempt++ {
+			e := source.EpochOf(s.Src)
+			ms = s.Src.Metrics()
+			pmids := make([]semantics.PMID, len(ms))
+			for i := range ms {
+				pmids[i] = ms[i].Desc.PMID
+			}
+			if err = s.Src.Fetch(t, pmids, &p.res); err != nil {
+				break
+			}
+			pin = pinSource(s.Src, ms, &p.res)
+			if source.EpochOf(s.Src) == e {
+				break
+			}
+			if attempt == 3 {
+				err = fmt.Errorf("metrics kept changing during %d reads", attempt+1)
+				break
+			}
 		}
-		if err := s.Src.Fetch(t, pmids, &p.res); err != nil {
+		if err != nil {
 			p.logger.Warn("reading PCP source for OTLP failed", "source", s.Name, "err", err)
 			if firstErr == nil {
 				firstErr = fmt.Errorf("%s: %w", s.Name, err)
 			}
 			continue
 		}
-		out = p.conv.Convert(out, s.Src, ms, &p.res, t)
+		out = p.conv.Convert(out, pin, ms, &p.res, t)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return []metricdata.ScopeMetrics{{Scope: Scope, Metrics: out}}, firstErr

@@ -36,7 +36,7 @@ const writers = 6
 // writer churns one MMV file: its value is always fileID + 1000*k, updated
 // every few milliseconds; now and then the file is re-created (a new
 // generation), grown (more metrics) or deleted for a while.
-func writer(ctx context.Context, t *testing.T, dir string, id int, errs chan<- error) {
+func writer(ctx context.Context, t *testing.T, dir string, id int, report func(error)) {
 	rng := rand.New(rand.NewSource(int64(id)))
 	path := filepath.Join(dir, fmt.Sprintf("soak%d", id))
 	k := uint64(0)
@@ -50,7 +50,7 @@ func writer(ctx context.Context, t *testing.T, dir string, id int, errs chan<- e
 		}
 		w, err := mmv.NewWriter(path, cfg)
 		if err != nil {
-			errs <- fmt.Errorf("writer %d: %w", id, err)
+			report(fmt.Errorf("writer %d: %w", id, err))
 			return
 		}
 		h := w.MustHandle("value", "")
@@ -132,10 +132,18 @@ func TestSoak(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur)
 	defer cancel()
 	errs := make(chan error, 100)
+	var lostErrs atomic.Int64
+	report := func(err error) { // never blocks: errors beyond the buffer are counted
+		select {
+		case errs <- err:
+		default:
+			lostErrs.Add(1)
+		}
+	}
 	var wg sync.WaitGroup
 	for i := 1; i <= writers; i++ {
 		wg.Add(1)
-		go func(i int) { defer wg.Done(); writer(ctx, t, mmvDir, i, errs) }(i)
+		go func(i int) { defer wg.Done(); writer(ctx, t, mmvDir, i, report) }(i)
 	}
 
 	mmvAddr, archAddr := e2e.FreeAddr(t), e2e.FreeAddr(t)
@@ -164,6 +172,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 
+	client := &http.Client{Timeout: 10 * time.Second}
 	var scrapes, values, archiveSamples atomic.Int64
 	var resMu sync.Mutex
 	var samples []resources
@@ -172,7 +181,7 @@ func TestSoak(t *testing.T) {
 		if om {
 			req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return nil, err
 		}
@@ -204,7 +213,7 @@ func TestSoak(t *testing.T) {
 				mfs, err := scrape(url, n%5 == 4)
 				if err != nil {
 					if ctx.Err() == nil {
-						errs <- err
+						report(err)
 					}
 					return
 				}
@@ -215,7 +224,7 @@ func TestSoak(t *testing.T) {
 						for _, m := range mf.Metric {
 							v := uint64(m.GetCounter().GetValue())
 							if float64(v) != m.GetCounter().GetValue() || v%1000 != uint64(id) {
-								errs <- fmt.Errorf("%s: impossible value %v (torn or from another file)", name, m.GetCounter().GetValue())
+								report(fmt.Errorf("%s: impossible value %v (torn or from another file)", name, m.GetCounter().GetValue()))
 							}
 							values.Add(1)
 						}
@@ -226,7 +235,7 @@ func TestSoak(t *testing.T) {
 					if name == "pcp_exporter_source_up" {
 						for _, m := range mf.Metric {
 							if m.GetGauge().GetValue() != 1 {
-								errs <- fmt.Errorf("%s: source down", url)
+								report(fmt.Errorf("%s: source down", url))
 							}
 						}
 					}
@@ -255,6 +264,9 @@ func TestSoak(t *testing.T) {
 		if n++; n <= 10 {
 			t.Error(err)
 		}
+	}
+	if n := lostErrs.Load(); n > 0 {
+		t.Errorf("%d more errors", n)
 	}
 	t.Logf("%d scrapes, %d MMV values checked, %d archive samples, %d resource samples", scrapes.Load(), values.Load(), archiveSamples.Load(), len(samples))
 	if values.Load() == 0 || archiveSamples.Load() == 0 {

@@ -56,6 +56,25 @@ type Result struct {
 	Sets []ValueSet
 }
 
+// Epoched is implemented by sources whose metric set can change under a
+// reader between calls: an MMV directory renumbers clusters when files come
+// and go, so after a rescan a PMID can name another file's metric. Epoch
+// numbers the metric set without refreshing it (it only grows): the
+// Metrics, Instances, Fetch and Generation answers obtained between two
+// Epoch calls that return the same number all belong to one metric set.
+type Epoched interface {
+	Epoch() uint64
+}
+
+// EpochOf returns src's Epoch, 0 for a source whose metric set never
+// changes under a reader.
+func EpochOf(src Source) uint64 {
+	if e, ok := src.(Epoched); ok {
+		return e.Epoch()
+	}
+	return 0
+}
+
 // Source is a PCP data source.
 type Source interface {
 	// Metrics returns the metadata of every metric known now, in name order.

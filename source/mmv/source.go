@@ -75,10 +75,11 @@ type File struct {
 	path string
 	opts Options
 
-	mu  sync.Mutex
-	l   *loaded
-	v   *view
-	err error // why the file is not exported now
+	mu    sync.Mutex
+	l     *loaded
+	v     *view
+	err   error  // why the file is not exported now
+	epoch uint64 // incremented whenever the file is (un)loaded
 }
 
 var _ source.Source = (*File)(nil)
@@ -125,10 +126,20 @@ func (f *File) load() error {
 	}
 	f.l = &loaded{mapping: m, cluster: cluster}
 	f.v = buildView([]*loaded{f.l}, f.opts.Logger)
+	f.epoch++
 	return nil
 }
 
+// Epoch numbers the file's metric set (source.Epoched): it changes
+// whenever the file is loaded again or stops being exported.
+func (f *File) Epoch() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.epoch
+}
+
 func (f *File) unload(err error) {
+	f.epoch++
 	if f.l != nil {
 		f.l.unmap()
 	}
@@ -273,6 +284,7 @@ type Dir struct {
 	loadedAt  bool
 	closed    bool
 	sig       string // names, inodes and sizes at the last scan
+	epoch     uint64 // incremented by every reload
 }
 
 // signature describes the directory's entries (name, inode, size)
@@ -359,8 +371,17 @@ func (d *Dir) refresh() {
 	}
 }
 
+// Epoch numbers the directory's metric set (source.Epoched): it changes
+// at every reload, when clusters may be assigned anew.
+func (d *Dir) Epoch() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.epoch
+}
+
 // reload is pmdammv's map_stats.
 func (d *Dir) reload() {
+	d.epoch++
 	if d.v != nil {
 		for _, f := range d.v.files {
 			f.unmap()
@@ -498,5 +519,6 @@ func (d *Dir) Close() error {
 	}
 	d.v = buildView(nil, nil)
 	d.status, d.closed = nil, true
+	d.epoch++
 	return nil
 }

@@ -1,0 +1,140 @@
+package bridge
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+)
+
+// churnAtFetch is a real MMV directory in which something happens to the
+// files during chosen Fetch calls, after the collector has read the metrics
+// (a writer deleting or creating a file at the worst moment).
+type churnAtFetch struct {
+	*mmv.Dir
+	fetches int
+	at      map[int]func()
+}
+
+func (c *churnAtFetch) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) error {
+	c.fetches++
+	if f := c.at[c.fetches]; f != nil {
+		f()
+	}
+	return c.Dir.Fetch(t, pmids, res)
+}
+
+// writeValue writes an MMV file whose one counter "value" is v (cluster
+// assigned by the directory: files in name order get 1, 2, ...).
+func writeValue(t *testing.T, path string, v uint64) *mmv.Writer {
+	t.Helper()
+	w, err := mmv.NewWriter(path, mmv.WriterConfig{Metrics: []mmv.MetricDef{
+		{Name: "value", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.MustHandle("value", "").SetUint64(v)
+	return w
+}
+
+// TestRescanDuringFetch: when a file of a directory vanishes or appears
+// between the read of the metrics and the fetch, the clusters are
+// renumbered (files in name order take 1, 2, ...), so the PMIDs the
+// collector asked for name other files' metrics. Every value served must
+// still be its own file's: the exposition and the OTLP conversion read
+// again with the new metric set.
+func TestRescanDuringFetch(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(dir string, t *testing.T)
+		want   map[string]string // PCP metric -> value
+	}{
+		{"first file deleted", func(dir string, t *testing.T) { os.Remove(filepath.Join(dir, "a")) },
+			map[string]string{"mmv.b.value": "2000", "mmv.c.value": "3000"}},
+		{"file created first", func(dir string, t *testing.T) { writeValue(t, filepath.Join(dir, "0"), 500).Close() },
+			map[string]string{"mmv.0.value": "500", "mmv.a.value": "1000", "mmv.b.value": "2000", "mmv.c.value": "3000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, out := range []string{"text", "registry", "otel"} {
+				t.Run(out, func(t *testing.T) {
+					dir := t.TempDir()
+					for i, n := range []string{"a", "b", "c"} {
+						writeValue(t, filepath.Join(dir, n), uint64(i+1)*1000).Close()
+					}
+					d, err := mmv.OpenDir(dir, mmv.Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer d.Close()
+					src := &churnAtFetch{Dir: d, at: map[int]func(){1: func() {
+						// the directory's mtime may not move within a clock
+						// tick; the Dir notices by its entries' signature
+						tc.change(dir, t)
+					}}}
+					got := map[string]string{}
+					switch out {
+					case "text", "registry":
+						c := New(mapper(t, 0), nil, Source{Name: dir, Src: src})
+						var text string
+						if out == "text" {
+							var b strings.Builder
+							if err := c.WriteText(&b); err != nil {
+								t.Fatal(err)
+							}
+							text = b.String()
+						} else {
+							text = string(exposition(t, c))
+						}
+						for _, l := range strings.Split(text, "\n") {
+							if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[0], "mmv_") {
+								got[f[0]] = f[1]
+							}
+							if strings.HasPrefix(l, "pcp_exporter_source_up") && !strings.HasSuffix(l, " 1") {
+								t.Errorf("source down: %s", l)
+							}
+						}
+					case "otel":
+						p := NewOTelProducer(mapper(t, 0), nil, Source{Name: dir, Src: src})
+						sm, err := p.Produce(context.Background())
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, m := range sm[0].Metrics {
+							for _, dp := range m.Data.(metricdata.Sum[float64]).DataPoints {
+								got[m.Name] = strconv.FormatFloat(dp.Value, 'g', -1, 64)
+							}
+						}
+					}
+					if src.fetches < 2 {
+						t.Errorf("%d fetches: the change during the fetch was not noticed", src.fetches)
+					}
+					want := tc.want
+					if out != "otel" { // Prometheus names
+						want = map[string]string{}
+						for k, v := range tc.want {
+							want[strings.ReplaceAll(k, ".", "_")+`_total{agent="mmv"}`] = v
+						}
+					}
+					if len(got) != len(want) {
+						t.Errorf("got %v, want %v", got, want)
+					}
+					for k, v := range want {
+						if got[k] != v {
+							t.Errorf("%s = %q, want %s (all: %v)", k, got[k], v, got)
+						}
+					}
+				})
+			}
+		})
+	}
+}
