@@ -150,11 +150,7 @@ func TestGoldenExposition(t *testing.T) {
 				c := New(mapper(t, naming), nil, open())
 				out := exposition(t, c)
 				golden(t, name+"."+naming.String()+".prom", out)
-				// The crafted types archive names its metrics after their
-				// types and units on purpose (types.hours, types.sec_squared,
-				// types.kbyte_per_count): promtool's lint rightly objects to
-				// those names, which the mapping keeps as PCP gives them.
-				if naming == mapping.NamingDefault && name != "archive-types" {
+				if naming == mapping.NamingDefault {
 					promtoolCheck(t, out)
 				}
 			})

@@ -253,24 +253,39 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 		f.Type = Counter
 	default:
 		f.Type = Gauge
-		if !renamed && strings.HasSuffix(name, "_total") {
-			// promtool's lint: only counters end in _total (a PCP gauge
-			// like mem.util.hugepagesTotal becomes ..._hugepagestotal).
-			name = name[:len(name)-len("_total")] + "total"
-		}
 	}
 	f.Scale, f.mul, f.div = unit.Scale, unit.Mul, unit.Div
 	f.integer = unit.Scale == 1 && d.Type != semantics.TypeFloat && d.Type != semantics.TypeDouble
-	f.Name, f.OMName, f.Unit = promNames(name, f.Type, unit.Suffix)
-	if !renamed {
-		// promtool's lint: "metric name should not include type"; the name
-		// keeping the word stays as the fallback for a clash.
-		if short := dropTypeWord(name, f.Type.String()); short != name {
-			f.altName, f.altOMName = f.Name, f.OMName
-			f.Name, f.OMName, _ = promNames(short, f.Type, unit.Suffix)
-		}
+	if renamed {
+		f.Name, f.OMName, f.Unit = promNames(name, f.Type, unit.Suffix)
+		return f, ""
+	}
+	// promtool's lint: no unit words other than the base unit's (the value
+	// is converted and the suffix says the unit), no type word, and the
+	// suffixes _total, _count, _sum and _bucket only where they belong. The
+	// name keeping its unit words, and the type word in another form, is
+	// the fallback for a clash ("types.double_counter" next to the gauge
+	// "types.double").
+	clean := dropTypeWord(dropUnitWords(name, d.Units), f.Type.String(), false)
+	f.Name, f.OMName, f.Unit = f.names(clean, unit.Suffix)
+	if clean != name {
+		f.altName, f.altOMName, _ = f.names(dropTypeWord(name, f.Type.String(), true), unit.Suffix)
 	}
 	return f, ""
+}
+
+// names returns promNames of a name cleaned for promtool's lint: a gauge
+// whose name would end in a suffix reserved for other types gets its last
+// components joined (mem.util.hugepagesTotal becomes
+// mem_util_hugepagestotal, vfs.inodes.count vfs_inodescount).
+func (f *Family) names(name, suffix string) (text, om, unit string) {
+	text, om, unit = promNames(name, f.Type, suffix)
+	if f.Type == Gauge {
+		if j := joinReservedSuffix(text); j != text {
+			return promNames(joinReservedSuffix(name), f.Type, suffix)
+		}
+	}
+	return text, om, unit
 }
 
 // promNames returns the sample (text format) name, the OpenMetrics family

@@ -56,6 +56,19 @@ func TestFamilyNames(t *testing.T) {
 		// promtool lint: no type word in the name.
 		{pcp: "mmv.corpusv3.stats.labelled.counter", d: desc(semantics.TypeU32, semantics.SemCounter, count), name: "mmv_corpusv3_stats_labelled_total", om: "mmv_corpusv3_stats_labelled", typ: Counter, scale: 1},
 		{pcp: "mmv.corpusv3.stats.labelled.gauge", d: desc(semantics.TypeFloat, semantics.SemInstant, semantics.Units{DimSpace: 1, ScaleSpace: semantics.SpaceGByte}), name: "mmv_corpusv3_stats_labelled_bytes", om: "mmv_corpusv3_stats_labelled_bytes", typ: Gauge, unit: "bytes", scale: 1 << 30},
+		// promtool lint: unit words other than the base unit's are dropped
+		// (the value is converted and the suffix names the unit), gauges do
+		// not end in _total, _count, _sum or _bucket.
+		{pcp: "types.hours", d: desc(semantics.TypeU32, semantics.SemInstant, semantics.Units{DimTime: 1, ScaleTime: semantics.TimeHour}), name: "types_seconds", om: "types_seconds", typ: Gauge, unit: "seconds", scale: 3600},
+		{pcp: "types.sec_squared", d: desc(semantics.TypeDouble, semantics.SemInstant, semantics.Units{DimTime: 2, ScaleTime: semantics.TimeSec}), name: "types_seconds_squared", om: "types_seconds_squared", typ: Gauge, unit: "seconds_squared", scale: 1},
+		{pcp: "types.mbyte_per_hour", d: desc(semantics.TypeDouble, semantics.SemInstant, semantics.Units{DimSpace: 1, DimTime: -1, ScaleSpace: semantics.SpaceMByte, ScaleTime: semantics.TimeHour}), name: "types_bytes_per_second", om: "types_bytes_per_second", typ: Gauge, unit: "bytes_per_second", scale: 1048576.0 / 3600},
+		{pcp: "types.kbyte_per_count", d: desc(semantics.TypeDouble, semantics.SemInstant, semantics.Units{DimSpace: 1, DimCount: -1, ScaleSpace: semantics.SpaceKByte}), name: "types_bytes", om: "types_bytes", typ: Gauge, unit: "bytes", scale: 1024},
+		{pcp: "types.kbyte_rate", d: desc(semantics.TypeDouble, semantics.SemInstant, kbPerSec), name: "types_rate_bytes_per_second", om: "types_rate_bytes_per_second", typ: Gauge, unit: "bytes_per_second", scale: 1024},
+		{pcp: "net.rtt.min", d: desc(semantics.TypeU32, semantics.SemInstant, msec), name: "net_rtt_min_seconds", om: "net_rtt_min_seconds", typ: Gauge, unit: "seconds", scale: 1e-3},
+		{pcp: "app.hours", d: desc(semantics.TypeU32, semantics.SemInstant, count), name: "app_hours", om: "app_hours", typ: Gauge, scale: 1},
+		{pcp: "vfs.inodes.count", d: desc(semantics.TypeU32, semantics.SemInstant, semantics.Units{}), name: "vfs_inodescount", om: "vfs_inodescount", typ: Gauge, scale: 1},
+		{pcp: "mem.util.hugepagesTotal", d: desc(semantics.TypeU64, semantics.SemInstant, semantics.Units{}), name: "mem_util_hugepagestotal", om: "mem_util_hugepagestotal", typ: Gauge, scale: 1},
+		{pcp: "app.latency_sum", d: desc(semantics.TypeU64, semantics.SemCounter, msec), name: "app_latency_sum_seconds_total", om: "app_latency_sum_seconds", typ: Counter, unit: "seconds", scale: 1e-3},
 		// Characters outside [a-zA-Z0-9_:].
 		{pcp: "a-b.c d.é", d: desc(semantics.Type32, semantics.SemInstant, semantics.Units{}), name: "a_b_c_d__", om: "a_b_c_d__", typ: Gauge, scale: 1},
 		{pcp: "9lives", d: desc(semantics.Type32, semantics.SemInstant, semantics.Units{}), name: "_9lives", om: "_9lives", typ: Gauge, scale: 1},
@@ -109,6 +122,8 @@ func TestMapAllClashes(t *testing.T) {
 	metrics := []source.Metric{
 		{Name: "types.double_counter", Desc: desc(semantics.TypeDouble, semantics.SemCounter, msec)},
 		{Name: "types.double", Desc: desc(semantics.TypeDouble, semantics.SemInstant, semantics.Units{DimTime: 1})},
+		{Name: "disk.wait", Desc: desc(semantics.TypeU32, semantics.SemInstant, msec)},
+		{Name: "disk.wait.ms", Desc: desc(semantics.TypeU32, semantics.SemInstant, msec)},
 		{Name: "a.b", Desc: desc(semantics.Type32, semantics.SemInstant, semantics.Units{})},
 		{Name: "a-b", Desc: desc(semantics.Type32, semantics.SemInstant, semantics.Units{})},
 		{Name: "a_b", Desc: desc(semantics.Type32, semantics.SemInstant, semantics.Units{})},
@@ -121,7 +136,9 @@ func TestMapAllClashes(t *testing.T) {
 		for _, f := range fams {
 			names = append(names, f.PCPName+"="+f.Name)
 		}
-		want := []string{"a-b=a_b", "types.double=types_double_seconds", "types.double_counter=types_double_counter_seconds_total"}
+		// the fallback of a clashing lint-clean name: the type word as PCP's
+		// semantics word, the unit words kept
+		want := []string{"a-b=a_b", "disk.wait=disk_wait_seconds", "disk.wait.ms=disk_wait_ms_seconds", "types.double=types_double_seconds", "types.double_counter=types_double_cumulative_seconds_total"}
 		if !reflect.DeepEqual(names, want) {
 			t.Errorf("families %v, want %v", names, want)
 		}

@@ -134,12 +134,12 @@ func BaseUnit(u semantics.Units) Unit {
 			}
 			unum = append(unum, uc)
 		} else {
-			if w == "" {
-				w = "count"
-			} else if sw, ok := singular[t.word]; ok && d == 1 {
+			if sw, ok := singular[t.word]; ok && d == 1 {
 				w = sw
 			}
-			den = append(den, w)
+			if w != "" { // a count is dimensionless: no word, as in OTel's names
+				den = append(den, w)
+			}
 			uden = append(uden, uc)
 		}
 	}

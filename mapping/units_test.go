@@ -21,7 +21,7 @@ var unitCases = []struct {
 	ucum   string
 }{
 	{"Kbyte", semantics.Units{DimSpace: 1, ScaleSpace: semantics.SpaceKByte}, 1024, "bytes", "By"},
-	{"Kbyte / count", semantics.Units{DimSpace: 1, DimCount: -1, ScaleSpace: semantics.SpaceKByte}, 1024, "bytes_per_count", "By/{count}"},
+	{"Kbyte / count", semantics.Units{DimSpace: 1, DimCount: -1, ScaleSpace: semantics.SpaceKByte}, 1024, "bytes", "By/{count}"},
 	{"Kbyte / sec", semantics.Units{DimSpace: 1, DimTime: -1, ScaleSpace: semantics.SpaceKByte, ScaleTime: semantics.TimeSec}, 1024, "bytes_per_second", "By/s"},
 	{"Mbyte", semantics.Units{DimSpace: 1, ScaleSpace: semantics.SpaceMByte}, 1048576, "bytes", "By"},
 	{"Mbyte / hour", semantics.Units{DimSpace: 1, DimTime: -1, ScaleSpace: semantics.SpaceMByte, ScaleTime: semantics.TimeHour}, 1048576.0 / 3600, "bytes_per_second", "By/s"},
