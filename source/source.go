@@ -61,7 +61,8 @@ type Result struct {
 // and go, so after a rescan a PMID can name another file's metric. Epoch
 // numbers the metric set without refreshing it (it only grows): the
 // Metrics, Instances, Fetch and Generation answers obtained between two
-// Epoch calls that return the same number all belong to one metric set.
+// Epoch calls that return the same number all belong to one metric set
+// (for MMV: the same files, generations and cluster numbers).
 type Epoched interface {
 	Epoch() uint64
 }

@@ -214,11 +214,12 @@ func (f *File) Metrics() []source.Metric {
 	return f.v.metricList()
 }
 
-// Instances returns the instances of an instance domain in id order.
+// Instances returns the instances of an instance domain in id order, as
+// the file was at the last Metrics or Fetch (no reload here, so that the
+// instances of a fetch's values come from the file the values came from).
 func (f *File) Instances(indom semantics.InDom) []source.Instance {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.refresh()
 	if f.v == nil {
 		return nil
 	}
@@ -284,7 +285,8 @@ type Dir struct {
 	loadedAt  bool
 	closed    bool
 	sig       string // names, inodes and sizes at the last scan
-	epoch     uint64 // incremented by every reload
+	epoch     uint64 // incremented when a reload changes viewSig
+	viewSig   string // the files of the view: name, cluster, device, inode, generation
 }
 
 // signature describes the directory's entries (name, inode, size)
@@ -372,7 +374,9 @@ func (d *Dir) refresh() {
 }
 
 // Epoch numbers the directory's metric set (source.Epoched): it changes
-// at every reload, when clusters may be assigned anew.
+// when a reload exports other files, other generations of them, or other
+// cluster numbers; a reload that finds the same files (another file still
+// in flux, a directory change that exports nothing new) keeps it.
 func (d *Dir) Epoch() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -381,7 +385,6 @@ func (d *Dir) Epoch() uint64 {
 
 // reload is pmdammv's map_stats.
 func (d *Dir) reload() {
-	d.epoch++
 	if d.v != nil {
 		for _, f := range d.v.files {
 			f.unmap()
@@ -428,8 +431,14 @@ func (d *Dir) reload() {
 		files = append(files, &loaded{mapping: m, cluster: cluster})
 	}
 	d.v = buildView(files, d.log)
+	var sig []byte
 	for _, f := range files {
 		statuses = append(statuses, f.status())
+		sig = fmt.Appendf(sig, "%s\x00%d %d %d %d\n", f.name, f.cluster, f.dev, f.ino, f.gen)
+	}
+	if string(sig) != d.viewSig || d.epoch == 0 {
+		d.viewSig = string(sig)
+		d.epoch++
 	}
 	sort.SliceStable(statuses, func(i, j int) bool { return statuses[i].Name < statuses[j].Name })
 	d.status = statuses
@@ -481,11 +490,15 @@ func (d *Dir) Metrics() []source.Metric {
 	return d.v.metricList()
 }
 
-// Instances returns the instances of an instance domain in id order.
+// Instances returns the instances of an instance domain in id order, as
+// the files were at the last Metrics or Fetch (no rescan here, so that the
+// instances of a fetch's values come from the files the values came from).
 func (d *Dir) Instances(indom semantics.InDom) []source.Instance {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.refresh()
+	if !d.loadedAt {
+		d.refresh()
+	}
 	return d.v.instances(indom)
 }
 
