@@ -67,6 +67,9 @@ func (v *view) fill(pmids []semantics.PMID, res *source.Result, now time.Time) b
 func (m *metric) read(vals []source.InstValue, nowUsec int64) ([]source.InstValue, error) {
 	data := m.file.data
 	sentinel := m.file.hdr.flags&FlagSentinel != 0
+	if !sentinel && m.mtype != TypeString && m.mtype != TypeElapsed {
+		return m.readNumbers(vals, data), nil
+	}
 	for _, r := range m.vals {
 		e := data[r.off : r.off+valueSize : r.off+valueSize]
 		raw := ne.Uint64(e)
@@ -125,6 +128,44 @@ func (m *metric) read(vals []source.InstValue, nowUsec int64) ([]source.InstValu
 		vals = append(vals, source.InstValue{Inst: r.inst, Value: val})
 	}
 	return vals, nil
+}
+
+// readNumbers is read for the numeric types of a file without sentinels
+// (every value present): one loop per type over a slice sized up front.
+func (m *metric) readNumbers(vals []source.InstValue, data []byte) []source.InstValue {
+	n := len(vals)
+	vals = slices.Grow(vals, len(m.vals))[:n+len(m.vals)]
+	out := vals[n:]
+	refs := m.vals[:len(out)]
+	switch m.mtype {
+	case TypeI32:
+		for i, r := range refs {
+			out[i] = source.InstValue{Inst: r.inst, Value: semantics.Int32Value(int32(ne.Uint32(data[r.off : r.off+4])))}
+		}
+	case TypeU32:
+		for i, r := range refs {
+			out[i] = source.InstValue{Inst: r.inst, Value: semantics.Uint32Value(ne.Uint32(data[r.off : r.off+4]))}
+		}
+	case TypeI64:
+		for i, r := range refs {
+			out[i] = source.InstValue{Inst: r.inst, Value: semantics.Int64Value(int64(ne.Uint64(data[r.off : r.off+8])))}
+		}
+	case TypeU64:
+		for i, r := range refs {
+			out[i] = source.InstValue{Inst: r.inst, Value: semantics.Uint64Value(ne.Uint64(data[r.off : r.off+8]))}
+		}
+	case TypeFloat:
+		for i, r := range refs {
+			out[i] = source.InstValue{Inst: r.inst, Value: semantics.FloatValue(math.Float32frombits(ne.Uint32(data[r.off : r.off+4])))}
+		}
+	case TypeDouble:
+		for i, r := range refs {
+			out[i] = source.InstValue{Inst: r.inst, Value: semantics.DoubleValue(math.Float64frombits(ne.Uint64(data[r.off : r.off+8])))}
+		}
+	default: // not reached: read takes the other types
+		return vals[:n]
+	}
+	return vals
 }
 
 // metricsOf lists the metadata of a view.
