@@ -40,3 +40,36 @@ echo "ratio replay/pmval values/s: $(ratio "$o_rate" "$p_rate")"
 measure all 1 "exec $bin/pcp-exporter replay $a --interval 100ms"
 n=$("$bin/pcp-exporter" replay "$a" --interval 100ms | tail -n +2 | wc -l)
 row "pcp-exporter replay, every metric, 100 ms" "$n"
+
+# A long archive: W2 six times end to end (pmlogrewrite shifts each copy by
+# 5m10s, pmlogextract joins them into volumes of 5,000 records): over 1 GB
+# of volumes, generated under $W2_DIR, never committed. Replayed in full
+# (every metric, 1 s step and 100 ms step): peak RSS must stay flat (goal
+# under 64 MiB) as the archive grows six-fold.
+long=$W2_DIR/long/w2x6
+if [[ ! -s $long.meta ]]; then
+	echo "generating $long (6 x W2) ..." >&2
+	mkdir -p "$W2_DIR/long"
+	parts=("$a")
+	for k in 1 2 3 4 5; do
+		sec=$((k * 310))
+		printf 'global {\n    TIME -> +%d:%02d:%02d\n}\n' $((sec / 3600)) $((sec % 3600 / 60)) $((sec % 60)) > "$W2_DIR/long/shift$k.conf"
+		rm -f "$W2_DIR/long/part$k".*
+		/usr/lib/pcp/bin/pmlogrewrite -c "$W2_DIR/long/shift$k.conf" "$a" "$W2_DIR/long/part$k"
+		parts+=("$W2_DIR/long/part$k")
+	done
+	/usr/lib/pcp/bin/pmlogextract -v 5000 "${parts[@]}" "$long"
+	rm -f "$W2_DIR/long/part"*
+fi
+vols=$(find "$W2_DIR/long" -name 'w2x6.[0-9]*' | wc -l)
+bytes=$(find "$W2_DIR/long" -name 'w2x6.[0-9]*' -printf '%s\n' | awk '{s+=$1} END {print s}')
+echo
+printf 'long archive: %d volumes, %.2f GB of volumes (W2: %.2f GB)\n' "$vols" "$(awk -v b="$bytes" 'BEGIN{print b/1e9}')" "$(awk -v b="$(stat -c %s "$a.0")" 'BEGIN{print b/1e9}')"
+printf '%-44s %8s %8s %9s %10s %12s\n' "replay of the long archive" "wall s" "CPU s" "RSS MiB" "values" "values/s"
+measure long1s 1 "exec $bin/pcp-exporter replay $long --interval 1s"
+n=$("$bin/pcp-exporter" replay "$long" --interval 1s | tail -n +2 | wc -l)
+row "pcp-exporter replay, every metric, 1 s" "$n"
+measure long100 1 "exec $bin/pcp-exporter replay $long --interval 100ms"
+n=$("$bin/pcp-exporter" replay "$long" --interval 100ms | tail -n +2 | wc -l)
+row "pcp-exporter replay, every metric, 100 ms" "$n"
+echo "peak RSS goal: < 64 MiB on over 1 GB of volumes"
