@@ -29,7 +29,7 @@ section() { # TITLE SCRIPT
 	} >> "$tmp/body.md"
 }
 section "Decoding an archive: W2 (186 MB) vs libpcp's own loop and pmdumplog" bench/decode/run.sh
-section "Replay at a 1 s step vs pmrep and pmval" bench/replay/run.sh
+section "Replay at a 1 s step vs pmrep and pmval, and of a 1 GB archive" bench/replay/run.sh
 section "Scraping 100,000 MMV values vs pmproxy" bench/scrape/run.sh
 section "Backfill into TSDB blocks vs pmrep + OpenMetrics + promtool" bench/backfill/run.sh
 echo "running go test -bench ..." >&2
