@@ -21,15 +21,20 @@ import (
 // textCache holds the rendered "name{labels}" prefix of every series, so a
 // scrape in the text format renders only values: per family, by the
 // position of the value in the fetch (instances come in the same order
-// scrape after scrape), checked against the instance id.
+// scrape after scrape), checked against the instance id and name (an id
+// can come back with another name: a PID reused in an archive of proc
+// metrics). It is dropped when the source's metric set or epoch changes
+// (an MMV file re-created with other instances or labels).
 type textCache struct {
 	sig    uint64
+	epoch  uint64
 	prefix [][]cachedPrefix
 	buf    [][]byte // each family's text, reused scrape after scrape
 }
 
 type cachedPrefix struct {
 	inst int32
+	name string
 	b    []byte
 }
 
@@ -49,8 +54,8 @@ func (c *Collector) WriteText(w io.Writer) error {
 	var cur *[]byte
 	lastSrc, lastFam, pos := (*sourceState)(nil), -1, 0
 	c.read(func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
-		if s.text.sig != s.sig || len(s.text.prefix) != len(s.families) {
-			s.text = textCache{sig: s.sig, prefix: make([][]cachedPrefix, len(s.families)), buf: make([][]byte, len(s.families))}
+		if s.text.sig != s.sig || s.text.epoch != s.epoch || len(s.text.prefix) != len(s.families) {
+			s.text = textCache{sig: s.sig, epoch: s.epoch, prefix: make([][]cachedPrefix, len(s.families)), buf: make([][]byte, len(s.families))}
 		}
 		if s != lastSrc || i != lastFam {
 			lastSrc, lastFam, pos = s, i, 0
@@ -67,8 +72,12 @@ func (c *Collector) WriteText(w io.Writer) error {
 				ps = append(ps, cachedPrefix{inst: iv.Inst - 1})
 				s.text.prefix[i] = ps
 			}
-			if ps[pos].inst != iv.Inst || ps[pos].b == nil {
-				ps[pos] = cachedPrefix{inst: iv.Inst, b: appendSeries(nil, f.Name, f.Labels(inst), "", false)}
+			name := ""
+			if inst != nil {
+				name = inst.Name
+			}
+			if ps[pos].inst != iv.Inst || ps[pos].name != name || ps[pos].b == nil {
+				ps[pos] = cachedPrefix{inst: iv.Inst, name: name, b: appendSeries(nil, f.Name, f.Labels(inst), "", false)}
 			}
 			b = append(b, ps[pos].b...)
 			pos++
