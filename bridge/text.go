@@ -2,12 +2,14 @@ package bridge
 
 import (
 	"bytes"
+	"compress/gzip"
 	"io"
 	"math"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -210,7 +212,11 @@ func (c *Collector) Self() prometheus.Collector { return selfCollector{c} }
 // Handler serves /metrics: the text format through WriteText (plus the
 // gatherer's metrics, which must include Self) when the scraper accepts
 // it, else everything through client_golang (OpenMetrics, protobuf) with
-// full, which must include the Collector itself.
+// full, which must include the Collector itself. Like promhttp, the text
+// response is gzipped (at gzip.BestSpeed: a scrape's latency matters more
+// than its bytes) when the scraper accepts it, unless
+// opts.DisableCompression; an uncompressed one carries its Content-Length.
+// The buffer that holds the response is reused from scrape to scrape.
 func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.HandlerOpts) http.Handler {
 	slow := promhttp.HandlerFor(full, opts)
 	var inFlight chan struct{}
@@ -231,8 +237,10 @@ func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.Handle
 				return
 			}
 		}
-		var buf bytes.Buffer
-		if err := c.WriteText(&buf); err != nil {
+		buf := textBufs.Get().(*bytes.Buffer)
+		defer textBufs.Put(buf)
+		buf.Reset()
+		if err := c.WriteText(buf); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -240,11 +248,51 @@ func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.Handle
 		if err != nil && opts.ErrorLog != nil {
 			opts.ErrorLog.Println("gathering self-metrics:", err)
 		}
-		enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+		enc := expfmt.NewEncoder(buf, expfmt.NewFormat(expfmt.TypeTextPlain))
 		for _, mf := range mfs {
 			enc.Encode(mf)
 		}
-		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-		w.Write(buf.Bytes())
+		h := w.Header()
+		h.Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+		h.Add("Vary", "Accept-Encoding")
+		if opts.DisableCompression || !acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			h.Set("Content-Length", strconv.Itoa(buf.Len()))
+			w.Write(buf.Bytes())
+			return
+		}
+		h.Set("Content-Encoding", "gzip")
+		gz := gzipWriters.Get().(*gzip.Writer)
+		defer gzipWriters.Put(gz)
+		gz.Reset(w)
+		gz.Write(buf.Bytes())
+		gz.Close()
 	})
+}
+
+var (
+	textBufs    = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	gzipWriters = sync.Pool{New: func() any {
+		gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+		return gz
+	}}
+)
+
+// acceptsGzip reports whether an Accept-Encoding header accepts gzip (with
+// a non-zero quality).
+func acceptsGzip(header string) bool {
+	for _, part := range strings.Split(header, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			continue
+		}
+		for _, p := range strings.Split(params, ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.TrimSpace(k) == "q" {
+				if q, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && q == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
 }
