@@ -488,7 +488,8 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 			if !ok {
 				break
 			}
-			r.fillWin(&pw, rec, ai)
+			// used once, right away: a view of the probe's record, not a copy
+			pw = winRec{t: r.secs(rec.Time), mark: rec.Mark, sets: rec.Sets, ai: ai, vol: rec.Vol, off: rec.Off, time: rec.Time}
 			w = &pw
 		} else if i == 0 {
 			var err error
