@@ -3,7 +3,12 @@ package archive
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
 // benchArchive is the archive the decode benchmark reads: PCPX_BENCH_ARCHIVE
@@ -80,4 +85,71 @@ func TestDecodeAllocations(t *testing.T) {
 		t.Errorf("%v allocations to read %d records with %d values", allocs, recs, vals)
 	}
 	t.Logf("%d records, %d values: %v allocations", recs, vals, allocs)
+}
+
+// BenchmarkReplay replays an archive at a 1 s step from start to end, as
+// `replay --interp prior` does, and reports the values produced per second:
+// "m4" over the metrics of the comparison with pmrep
+// (bench/replay/metrics.txt, performance anchor M4; every metric when the
+// archive has none of them), "all" over every metric (what backfill --step
+// replays).
+func BenchmarkReplay(b *testing.B) {
+	a, err := Open(benchArchive())
+	if err != nil {
+		b.Fatal(err)
+	}
+	list, err := os.ReadFile("../../bench/replay/metrics.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Fields(string(list)) {
+		want[n] = true
+	}
+	var m4, all []semantics.PMID
+	for _, m := range a.Metrics() {
+		all = append(all, m.Desc.PMID)
+		if want[m.Name] {
+			m4 = append(m4, m.Desc.PMID)
+		}
+	}
+	if len(m4) == 0 {
+		m4 = all
+	}
+	for _, bc := range []struct {
+		name  string
+		pmids []semantics.PMID
+	}{{"m4", m4}, {"all", all}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var vals int
+			for b.Loop() {
+				vals = replayAll(b, a, bc.pmids)
+			}
+			b.ReportMetric(float64(vals)*float64(b.N)/b.Elapsed().Seconds(), "values/s")
+		})
+	}
+}
+
+func replayAll(b *testing.B, a *Archive, pmids []semantics.PMID) int {
+	rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: semantics.InterpPrior})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rp.Close()
+	end, err := rp.End()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var res source.Result
+	vals := 0
+	for t := rp.Start(); !t.After(end); t = t.Add(time.Second) {
+		if err := rp.Fetch(t, pmids, &res); err != nil {
+			b.Fatal(err)
+		}
+		for i := range res.Sets {
+			vals += len(res.Sets[i].Values)
+		}
+	}
+	return vals
 }

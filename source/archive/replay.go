@@ -471,14 +471,15 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 			probe.close()
 		}
 	}()
-	var pw winRec
-	direct := false
+	var pw, prev winRec
+	direct, restricted := false, false
 	for done < forw {
 		var w *winRec
 		if probe == nil && i >= r.opts.Window && len(r.win) > 0 {
-			last := r.win[len(r.win)-1]
-			probe = &feed{archives: r.archives, keep: r.follows}
-			probe.seekPos(last.ai, last.vol, last.off, last.time)
+			prev = *r.win[len(r.win)-1]
+			probe = &feed{archives: r.archives, keep: r.probeKeep(tReq, prev.t)}
+			probe.seekPos(prev.ai, prev.vol, prev.off, prev.time)
+			restricted = true
 		}
 		if probe != nil {
 			rec, ai, ok, err := probe.next()
@@ -490,6 +491,16 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 			}
 			// used once, right away: a view of the probe's record, not a copy
 			pw = winRec{t: r.secs(rec.Time), mark: rec.Mark, sets: rec.Sets, ai: ai, vol: rec.Vol, off: rec.Off, time: rec.Time}
+			if restricted && pw.t < prev.t {
+				// time went back in the file: read on from this record
+				// with every metric, as probeKeep's premise is gone
+				probe.close()
+				probe = &feed{archives: r.archives, keep: r.follows}
+				probe.seekPos(prev.ai, prev.vol, prev.off, prev.time)
+				restricted = false
+				continue
+			}
+			prev = pw
 			w = &pw
 		} else if i == 0 {
 			var err error
@@ -533,6 +544,31 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 		c.search = false
 	}
 	return nil
+}
+
+// probeKeep chooses the metrics a probe decodes: its records are all at or
+// after tFrom (> tReq; searchForward falls back to every metric if time
+// goes back in the file), where updateBounds changes an instance only when it
+// is searching, or its next bound is before tReq (unset included) or at or
+// after tFrom, or at a <mark> (a probe returns every mark). The other
+// instances keep their bounds whatever the probe reads, so the value sets
+// of metrics made only of them are skipped undecoded: a search for a few
+// rare or vanished instances reads the rest of the timeline at the cost of
+// skipping it.
+func (r *Replay) probeKeep(tReq, tFrom float64) func(semantics.PMID) bool {
+	keep := make(map[semantics.PMID]bool, len(r.pms))
+	for p, pm := range r.pms {
+		if pm == nil {
+			continue
+		}
+		for _, c := range pm.icps {
+			if c.inresult && (c.search || c.tNext < tReq || c.tNext >= tFrom) {
+				keep[p] = true
+				break
+			}
+		}
+	}
+	return func(p semantics.PMID) bool { return keep[p] }
 }
 
 // updateBounds is libpcp's update_bounds for one record (forw: rolling or

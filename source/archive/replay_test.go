@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -282,6 +283,84 @@ func TestReplayMultiArchive(t *testing.T) {
 			want := expectedRows(t, filepath.Join(corpus, row[1]))
 			if d := diffRows(want, got); d != "" {
 				t.Errorf("%s as two archives (%s):%s", row[0], tc.rule, d)
+			}
+		}
+	}
+}
+
+// TestReplayWindowIsOnlyMemory: the window size decides only how far ahead
+// records are kept and when the probe reader takes over, never the values.
+// Copies of the live archive with one record restamped (to half a second
+// after the record five before it: time going back in the file; or to the
+// time of the record before it: two records at one time) replay every
+// metric alike with windows of one and four records (probes everywhere,
+// reading only the metrics whose bounds the records ahead can change) and
+// one larger than the archive (no probe).
+func TestReplayWindowIsOnlyMemory(t *testing.T) {
+	meta, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.meta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []int
+	for pos := int(be32(vol)); pos+16 <= len(vol); pos += int(be32(vol[pos:])) {
+		recs = append(recs, pos)
+	}
+	if len(recs) < 100 {
+		t.Fatalf("%d records", len(recs))
+	}
+	// records 8 to 31: the 7 s group of the archive (proc.nprocs and
+	// others) against the 1 s group in every phase
+	for k := 8; k < 32; k++ {
+		for _, mode := range []string{"back", "equal"} {
+			b := bytes.Clone(vol)
+			at := recs[k]
+			switch mode {
+			case "back": // v2 timestamp: sec, usec
+				from := recs[k-5]
+				sec, usec := be32(b[from+4:]), be32(b[from+8:])+500000
+				if usec >= 1000000 {
+					sec, usec = sec+1, usec-1000000
+				}
+				put32(b, at+4, sec)
+				put32(b, at+8, usec)
+			case "equal":
+				copy(b[at+4:at+12], b[recs[k-1]+4:])
+			}
+			dir := t.TempDir()
+			for name, data := range map[string][]byte{"live.meta": meta, "live.0": b} {
+				if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a, err := Open(filepath.Join(dir, "live"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var roots []string
+			for _, m := range a.Metrics() {
+				roots = append(roots, m.Name)
+			}
+			rows := func(window int) []string {
+				rp, err := NewReplay([]*Archive{a}, ReplayOptions{Window: window})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rp.Close()
+				return replayRowsFrom(t, rp, 0.7, 0.25, roots)
+			}
+			want := rows(1 << 20)
+			if len(want) < 1000 {
+				t.Fatalf("record %d %s: only %d rows", k, mode, len(want))
+			}
+			for _, w := range []int{1, 4} {
+				got := rows(w)
+				if d := diffRows(want, got); d != "" {
+					t.Errorf("record %d %s: window %d vs no probe: %d rows wanted, %d got:%s", k, mode, w, len(want), len(got), d)
+				}
 			}
 		}
 	}
