@@ -216,19 +216,26 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 	if !ok {
 		return nil
 	}
-	pm := &pmState{desc: d, byInst: map[int32]*icp{}, lastNumval: -1}
-	add := func(inst int32) {
-		c := &icp{inst: inst, tPrior: -1, tNext: -1, tFirst: -1, tLast: -1}
-		pm.icps = append(pm.icps, c)
-		pm.byInst[inst] = c
-	}
-	if d.InDom == semantics.InDomNull {
-		add(semantics.InNull)
-	} else {
-		for _, in := range r.Instances(d.InDom) {
-			add(in.ID)
+	pm := &pmState{desc: d, lastNumval: -1}
+	insts := []int32{semantics.InNull}
+	if d.InDom != semantics.InDomNull {
+		ins := r.Instances(d.InDom)
+		insts = make([]int32, len(ins))
+		for i, in := range ins {
+			insts[i] = in.ID
 		}
 		pm.caliper = r.caliper(d.InDom)
+	}
+	// one block per metric: the bounds of a record's instances are updated
+	// together, record after record
+	store := make([]icp, len(insts))
+	pm.icps = make([]*icp, len(insts))
+	pm.byInst = make(map[int32]*icp, len(insts))
+	for i, inst := range insts {
+		c := &store[i]
+		*c = icp{inst: inst, tPrior: -1, tNext: -1, tFirst: -1, tLast: -1}
+		pm.icps[i] = c
+		pm.byInst[inst] = c
 	}
 	return pm
 }
