@@ -25,7 +25,6 @@ import (
 type Series struct {
 	Labels []mapping.LabelPair
 	Family *mapping.Family
-	id     uint64
 }
 
 // Name returns the series' metric name.
@@ -101,7 +100,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 		}
 		opts.Mapper = m
 	}
-	r := &run{opts: opts, sink: sink, st: &st, series: map[seriesKey]*Series{}}
+	r := &run{opts: opts, sink: sink, st: &st, byLabels: map[string]*Series{}}
 	var err error
 	if opts.Step > 0 {
 		err = r.step(ctx)
@@ -111,20 +110,25 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 	if ferr := r.flush(); err == nil {
 		err = ferr
 	}
-	st.Series = len(r.series)
+	st.Series = len(r.byLabels)
 	return st, err
 }
 
 type run struct {
-	opts   Options
-	sink   Sink
-	st     *Stats
-	batch  []Sample
-	series map[seriesKey]*Series
-	fams   []mapping.Family
-	byPMID map[semantics.PMID][]int
-	insts  map[semantics.InDom]map[int32]*source.Instance
-	src    interface {
+	opts  Options
+	sink  Sink
+	st    *Stats
+	batch []Sample
+	// series finds the series of a (family, instance) of the current source
+	// (an archive in raw mode); byLabels every series of the run, by its
+	// labels: archives of other metrics, or whose instance ids name other
+	// instances, still write each series under one *Series.
+	series   map[seriesKey]*Series
+	byLabels map[string]*Series
+	fams     []*mapping.Family // of the current source
+	byPMID   map[semantics.PMID][]int
+	insts    map[semantics.InDom]map[int32]*source.Instance
+	src      interface {
 		Instances(semantics.InDom) []source.Instance
 	}
 }
@@ -134,15 +138,17 @@ func (r *run) mapFamilies(metrics []source.Metric) {
 	for _, s := range skipped {
 		r.st.Skipped["metric_"+string(s.Reason)]++
 	}
-	r.fams = r.fams[:0]
+	r.fams = nil // the series made so far keep theirs
 	r.byPMID = map[semantics.PMID][]int{}
-	for _, f := range fams {
+	for i := range fams {
+		f := &fams[i]
 		if r.opts.Families != nil && !r.opts.Families[f.Name] {
 			continue
 		}
 		r.fams = append(r.fams, f)
 		r.byPMID[f.Desc.PMID] = append(r.byPMID[f.Desc.PMID], len(r.fams)-1)
 	}
+	r.series = map[seriesKey]*Series{}
 	r.insts = map[semantics.InDom]map[int32]*source.Instance{}
 }
 
@@ -172,7 +178,7 @@ type seriesKey struct {
 
 // emit turns one PCP value into a sample.
 func (r *run) emit(fi int, inst int32, v semantics.Value, t time.Time) error {
-	f := &r.fams[fi]
+	f := r.fams[fi]
 	k := seriesKey{fam: fi, inst: inst}
 	val := 1.0
 	if f.Type == mapping.Info {
@@ -191,7 +197,17 @@ func (r *run) emit(fi int, inst int32, v semantics.Value, t time.Time) error {
 			ls = append(ls, mapping.LabelPair{Name: mapping.InfoValueLabel, Value: k.info})
 		}
 		sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
-		s = &Series{Labels: ls, Family: f, id: uint64(len(r.series) + 1)}
+		var key strings.Builder
+		for _, l := range ls {
+			key.WriteString(l.Name)
+			key.WriteByte(0)
+			key.WriteString(l.Value)
+			key.WriteByte(0)
+		}
+		if s = r.byLabels[key.String()]; s == nil {
+			s = &Series{Labels: ls, Family: f}
+			r.byLabels[key.String()] = s
+		}
 		r.series[k] = s
 	}
 	r.st.Read++

@@ -469,3 +469,55 @@ func epochMillis(t *testing.T, s string) int64 {
 	}
 	return a*1000 + b
 }
+
+// TestRawSeveralArchives: archives of different metrics backfilled in one
+// run give exactly the samples, under the same series, that each gives
+// alone (a series belongs to its family, whatever the other archives hold).
+func TestRawSeveralArchives(t *testing.T) {
+	rels := []string{"types/types", "indoms/indoms", "live/live"}
+	collect := func(as []*archive.Archive) map[string]int {
+		got := map[string]int{}
+		sink := sinkFunc(func(b []Sample) (int, error) {
+			for _, s := range b {
+				var lb strings.Builder
+				for _, l := range s.Series.Labels {
+					fmt.Fprintf(&lb, "%s=%q,", l.Name, l.Value)
+				}
+				got[fmt.Sprintf("%s %d %s", lb.String(), s.T, num(s.V))]++
+			}
+			return 0, nil
+		})
+		if _, err := Run(context.Background(), Options{Archives: as}, sink); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	want := map[string]int{}
+	var all []*archive.Archive
+	for _, rel := range rels {
+		a := openArchive(t, rel)
+		all = append(all, a)
+		for k, n := range collect([]*archive.Archive{a}) {
+			want[k] += n
+		}
+	}
+	got := collect(all)
+	if len(want) < 1000 {
+		t.Fatalf("only %d samples", len(want))
+	}
+	var diff []string
+	for k, n := range want {
+		if got[k] != n {
+			diff = append(diff, fmt.Sprintf("want %dx, got %dx: %s", n, got[k], k))
+		}
+	}
+	for k, n := range got {
+		if want[k] == 0 {
+			diff = append(diff, fmt.Sprintf("extra %dx: %s", n, k))
+		}
+	}
+	sort.Strings(diff)
+	if len(diff) > 0 {
+		t.Errorf("%d of %d samples differ:\n%s", len(diff), len(want), strings.Join(head(diff), "\n"))
+	}
+}
