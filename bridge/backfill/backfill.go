@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
@@ -100,7 +102,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 		}
 		opts.Mapper = m
 	}
-	r := &run{opts: opts, sink: sink, st: &st, byLabels: map[string]*Series{}}
+	r := &run{opts: opts, st: &st, byLabels: map[string]*Series{}, w: startWriter(sink)}
 	var err error
 	if opts.Step > 0 {
 		err = r.step(ctx)
@@ -110,13 +112,91 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 	if ferr := r.flush(); err == nil {
 		err = ferr
 	}
+	if werr := r.w.finish(&st); err == nil {
+		err = werr
+	}
 	st.Series = len(r.byLabels)
 	return st, err
 }
 
+// writer calls the sink in a goroutine of its own, batch after batch in
+// order, so that reading and interpolating the archives overlaps with
+// encoding and sending the samples. At most writerDepth batches wait.
+type writer struct {
+	sink     Sink
+	jobs     chan []Sample
+	free     chan []Sample
+	done     chan struct{}
+	written  atomic.Int64
+	rejected atomic.Int64
+	mu       sync.Mutex
+	errs     []string // the first rejection errors
+	err      error    // the sink failed: no batch is written after it
+}
+
+const writerDepth = 2
+
+func startWriter(sink Sink) *writer {
+	w := &writer{sink: sink, jobs: make(chan []Sample, writerDepth), free: make(chan []Sample, writerDepth+1), done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+func (w *writer) loop() {
+	defer close(w.done)
+	for batch := range w.jobs {
+		if w.failed() == nil {
+			rej, err := w.sink.Write(batch)
+			w.written.Add(int64(len(batch) - rej))
+			w.rejected.Add(int64(rej))
+			w.mu.Lock()
+			switch {
+			case err != nil && rej > 0: // refused samples: counted and reported, never fatal
+				if len(w.errs) < 10 {
+					w.errs = append(w.errs, err.Error())
+				}
+			case err != nil:
+				w.err = err
+			}
+			w.mu.Unlock()
+		}
+		w.free <- batch[:0]
+	}
+}
+
+func (w *writer) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// send queues a full batch and returns an empty one to fill.
+func (w *writer) send(batch []Sample) []Sample {
+	w.jobs <- batch
+	select {
+	case b := <-w.free:
+		return b
+	default:
+		return make([]Sample, 0, batchSize)
+	}
+}
+
+// finish waits for the queued batches and adds what the sink did to st.
+func (w *writer) finish(st *Stats) error {
+	close(w.jobs)
+	<-w.done
+	w.count(st)
+	st.Errors = append(st.Errors, w.errs...)
+	return w.err
+}
+
+func (w *writer) count(st *Stats) {
+	st.Written, st.Rejected = w.written.Load(), w.rejected.Load()
+}
+
 type run struct {
 	opts  Options
-	sink  Sink
+	w     *writer
 	st    *Stats
 	batch []Sample
 	// series finds the series of a (family, instance) of the current source
@@ -225,22 +305,22 @@ func (r *run) emit(fi int, inst int32, v semantics.Value, t time.Time) error {
 	return nil
 }
 
+// flush hands the batch to the writer; it returns the sink's error once
+// the sink failed (the samples read after it are not written: Run returns
+// the error).
 func (r *run) flush() error {
 	if len(r.batch) == 0 {
 		return nil
 	}
-	rej, err := r.sink.Write(r.batch)
-	r.st.Written += int64(len(r.batch) - rej)
-	r.st.Rejected += int64(rej)
-	r.batch = r.batch[:0]
-	if err != nil && rej > 0 && len(r.st.Errors) < 10 {
-		r.st.Errors = append(r.st.Errors, err.Error())
-		err = nil
+	if err := r.w.failed(); err != nil {
+		return err
 	}
+	r.batch = r.w.send(r.batch)
 	if r.opts.Progress != nil {
+		r.w.count(r.st)
 		r.opts.Progress(*r.st)
 	}
-	return err
+	return nil
 }
 
 func (r *run) inRange(t time.Time) bool {
