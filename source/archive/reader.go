@@ -18,7 +18,8 @@ const (
 	valSptr   = 2
 )
 
-const minWindow = 1 << 20
+// minWindow is the smallest read buffer of a volume (a variable for tests).
+var minWindow = 1 << 20
 
 // Record is one record of a data volume: a pmResult as logged, or a mark.
 type Record struct {
@@ -115,9 +116,8 @@ type Reader struct {
 	vi      int   // index of the current volume in the volume list
 	start   int64 // offset to seek to in the first volume opened
 	vol     *volReader
-	rec     Record
-	vals    []source.InstValue
-	starts  []int
+	own     recBuf
+	out     *recBuf // where records are decoded: own, or a prefetch slot
 	types   []typeCache
 	errs    map[int32]error
 	err     error
@@ -241,7 +241,12 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	if t := int(int32(be32(rec[n-4:]))); t != n {
 		return r.ferr(off+int64(n)-4, "record trailer length %d != header %d", t, n)
 	}
-	out := &r.rec
+	if r.out == nil {
+		r.out = &r.own
+	}
+	rb := r.out
+	rb.bytes = false
+	out := &rb.rec
 	out.Vol = r.vol.num
 	out.Off = off
 	var p int
@@ -264,8 +269,8 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		return r.ferr(off+int64(p)-4, "numpmid %d does not fit in the %d-byte record", np, n)
 	}
 	m := r.a.state().meta
-	vals := r.vals[:0]
-	starts := r.starts[:0]
+	vals := rb.vals[:0]
+	starts := rb.starts[:0]
 	if cap(out.Sets) < int(np) {
 		out.Sets = make([]source.ValueSet, 0, np)
 	}
@@ -344,8 +349,8 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		}
 		out.Sets[i].Values = vals[starts[i]:e:e]
 	}
-	r.vals = vals
-	r.starts = starts
+	rb.vals = vals
+	rb.starts = starts
 	return nil
 }
 
@@ -408,6 +413,9 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.T
 				return r.ferr(off+bo, "value block of %d bytes too short for type %s of %s", vlen-4, t, pmid)
 			}
 			d.Value = val
+			if !t.IsNumeric() {
+				r.out.bytes = true
+			}
 		}
 	}
 	return nil
@@ -486,7 +494,57 @@ func (r *Reader) errOf(code int32) error {
 }
 
 // Record returns the current record, valid until the next call to Next.
-func (r *Reader) Record() *Record { return &r.rec }
+func (r *Reader) Record() *Record {
+	if r.out == nil {
+		r.out = &r.own
+	}
+	return &r.out.rec
+}
+
+// recBuf is a decoded record and the storage it refers to: its value sets,
+// their values, and (once detached) the bytes of its string and aggregate
+// values, which otherwise point into the volume buffer.
+type recBuf struct {
+	rec    Record
+	vals   []source.InstValue
+	starts []int
+	buf    []byte
+	bytes  bool // some value of rec has a byte payload
+}
+
+// detach copies the byte payloads of the record into b.buf, so that the
+// record stays valid while the reader goes on.
+func (b *recBuf) detach() {
+	if !b.bytes {
+		return
+	}
+	n := 0
+	for _, s := range b.rec.Sets {
+		for _, v := range s.Values {
+			if !v.Value.Type().IsNumeric() {
+				n += len(v.Value.Bytes())
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	if cap(b.buf) < n {
+		b.buf = make([]byte, 0, n)
+	}
+	buf := b.buf[:0]
+	for _, s := range b.rec.Sets {
+		for j := range s.Values {
+			v := &s.Values[j].Value
+			if t := v.Type(); !t.IsNumeric() && len(v.Bytes()) > 0 {
+				k := len(buf)
+				buf = append(buf, v.Bytes()...)
+				v.SetBytes(t, buf[k:len(buf):len(buf)])
+			}
+		}
+	}
+	b.buf = buf
+}
 
 // Err returns the error that stopped iteration, nil at a clean end.
 func (r *Reader) Err() error { return r.err }

@@ -18,7 +18,7 @@ type ReplayOptions struct {
 	// observations (default nearest, PCP 6.3.2 and later).
 	Interp semantics.InterpRule
 	// Window is the number of records kept in memory to find the next
-	// observation of each series (default 64). Beyond it a second reader
+	// observation of each series (default 32). Beyond it a second reader
 	// probes ahead, so memory stays bounded whatever the archive's shape.
 	Window int
 }
@@ -115,7 +115,7 @@ func NewReplay(archives []*Archive, opts ReplayOptions) (*Replay, error) {
 		return nil, errors.New("replay: no archive")
 	}
 	if opts.Window <= 0 {
-		opts.Window = 64
+		opts.Window = 32
 	}
 	as := append([]*Archive(nil), archives...)
 	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
@@ -240,6 +240,18 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 	return pm
 }
 
+// followed is follows as of now, for the prefetching reader's goroutine
+// (the metrics followed change only with a reset, which starts a new feed).
+func (r *Replay) followed() func(semantics.PMID) bool {
+	set := make(map[semantics.PMID]bool, len(r.pms))
+	for p, pm := range r.pms {
+		if pm != nil {
+			set[p] = true
+		}
+	}
+	return func(p semantics.PMID) bool { return set[p] }
+}
+
 // follows reports whether the replay follows a metric (the readers skip
 // the value sets of the others undecoded).
 func (r *Replay) follows(p semantics.PMID) bool { return r.pms[p] != nil }
@@ -325,7 +337,9 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 	if !r.fetched {
 		// Positioning: every record up to tReq gives the bounds a backward
 		// search from tReq would find (marks included, none "seen").
+		r.feed.keep = r.followed()
 		r.feed.seek(t)
+		r.feed.pf = startPrefetch(r.feed)
 		if err := r.roll(tReq, nil); err != nil {
 			return err
 		}
@@ -871,7 +885,8 @@ type feed struct {
 	started  bool
 	last     time.Time
 	mark     Record
-	seq      uint64
+	out      *recBuf   // where the readers decode (nil: their own buffer)
+	pf       *prefetch // reading ahead in a goroutine (see prefetch)
 }
 
 // seek starts the feed at the start of the archive holding t: the bounds
@@ -920,12 +935,23 @@ func (f *feed) seekPos(ai, vol int, off int64, t time.Time) {
 	r.Next() // the record itself
 }
 
+// next returns the next record of the timeline, valid until the following
+// call; at the end, ok is false and a later call tries again (the archive
+// may grow).
 func (f *feed) next() (*Record, int, bool, error) {
+	if f.pf != nil {
+		return f.pf.next()
+	}
+	return f.read()
+}
+
+func (f *feed) read() (*Record, int, bool, error) {
 	if !f.started {
 		f.r = f.reader(0)
 		f.started = true
 	}
 	for {
+		f.r.out = f.out
 		if f.r.Next() {
 			rec := f.r.Record()
 			f.last = rec.Time
@@ -948,6 +974,10 @@ func (f *feed) next() (*Record, int, bool, error) {
 }
 
 func (f *feed) close() {
+	if f.pf != nil {
+		f.pf.stop()
+		f.pf = nil
+	}
 	if f.r != nil {
 		f.r.Close()
 		f.r = nil

@@ -365,3 +365,21 @@ func TestReplayWindowIsOnlyMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaySmallReadBuffer replays every corpus answer with a volume read
+// buffer of 256 bytes, which the reader compacts and refills all the time:
+// the records the prefetching reader hands over (strings included) must
+// not change under the replay.
+func TestReplaySmallReadBuffer(t *testing.T) {
+	defer func(n int) { minWindow = n }(minWindow)
+	minWindow = 256
+	for _, row := range interpManifest(t, "pmfetch_interp_nearest") {
+		args, out := row[0], row[1]
+		arch, iv, off, roots := interpArgs(t, args)
+		got := replayRows(t, arch, semantics.InterpNearest, iv, off, roots)
+		want := expectedRows(t, filepath.Join(corpus, out))
+		if d := diffRows(want, got); d != "" {
+			t.Errorf("%s (256-byte read buffer):%s", args, d)
+		}
+	}
+}
