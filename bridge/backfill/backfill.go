@@ -397,6 +397,7 @@ func (r *run) step(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer rp.Close() // stops its reading goroutine
 	var src source.Source = rp
 	if r.opts.Wrap != nil {
 		if src, err = r.opts.Wrap(src); err != nil {

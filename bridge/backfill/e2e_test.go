@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -519,5 +520,24 @@ func TestRawSeveralArchives(t *testing.T) {
 	sort.Strings(diff)
 	if len(diff) > 0 {
 		t.Errorf("%d of %d samples differ:\n%s", len(diff), len(want), strings.Join(head(diff), "\n"))
+	}
+}
+
+// TestStepLeavesNoGoroutine: a backfill's replay stops its reading
+// goroutine when the run ends (the OpenMetrics writer runs one per family).
+func TestStepLeavesNoGoroutine(t *testing.T) {
+	a := openArchive(t, "live/live")
+	before := runtime.NumGoroutine()
+	for i := 0; i < 5; i++ {
+		if _, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}, Step: time.Second}, sinkFunc(func([]Sample) (int, error) { return 0, nil })); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines before five runs, %d after", before, n)
 	}
 }

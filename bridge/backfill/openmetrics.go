@@ -80,6 +80,7 @@ func familyNames(opts Options) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		defer rp.Close()
 		src, err := opts.Wrap(rp)
 		if err != nil {
 			return nil, err
