@@ -123,8 +123,10 @@ type Reader struct {
 	err     error
 	closed  bool
 	hdrSize int
-	keep    func(semantics.PMID) bool // nil: every metric (see Only)
-	keeps   []keepCache
+	// setBytes: the value set being decoded has byte payloads
+	setBytes bool
+	keep     func(semantics.PMID) bool // nil: every metric (see Only)
+	keeps    []keepCache
 }
 
 type typeCache struct {
@@ -246,6 +248,7 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	}
 	rb := r.out
 	rb.bytes = false
+	rb.byteSets = rb.byteSets[:0]
 	out := &rb.rec
 	out.Vol = r.vol.num
 	out.Off = off
@@ -334,8 +337,12 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		case valInsitu:
 			decodeInsitu(dst, vl, typ)
 		case valDptr, valSptr:
+			r.setBytes = false
 			if err := r.decodeBlocks(dst, vl, typ, rec[:end], off, p-8*nv, pmid); err != nil {
 				return err
+			}
+			if r.setBytes {
+				rb.byteSets = append(rb.byteSets, len(out.Sets))
 			}
 		default:
 			return r.ferr(off+int64(p-8*nv)-4, "unknown value format %d of %s", valfmt, pmid)
@@ -415,6 +422,7 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.T
 			d.Value = val
 			if !t.IsNumeric() {
 				r.out.bytes = true
+				r.setBytes = true
 			}
 		}
 	}
@@ -510,6 +518,8 @@ type recBuf struct {
 	starts []int
 	buf    []byte
 	bytes  bool // some value of rec has a byte payload
+	// byteSets are the positions in rec.Sets of the sets with such values
+	byteSets []int
 }
 
 // detach copies the byte payloads of the record into b.buf, so that the
@@ -519,8 +529,8 @@ func (b *recBuf) detach() {
 		return
 	}
 	n := 0
-	for _, s := range b.rec.Sets {
-		for _, v := range s.Values {
+	for _, i := range b.byteSets {
+		for _, v := range b.rec.Sets[i].Values {
 			if !v.Value.Type().IsNumeric() {
 				n += len(v.Value.Bytes())
 			}
@@ -533,7 +543,8 @@ func (b *recBuf) detach() {
 		b.buf = make([]byte, 0, n)
 	}
 	buf := b.buf[:0]
-	for _, s := range b.rec.Sets {
+	for _, i := range b.byteSets {
+		s := &b.rec.Sets[i]
 		for j := range s.Values {
 			v := &s.Values[j].Value
 			if t := v.Type(); !t.IsNumeric() && len(v.Bytes()) > 0 {
