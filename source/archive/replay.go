@@ -80,21 +80,23 @@ type setHint struct {
 }
 
 type icp struct {
+	// what a record's value of the instance reads and writes first, in one
+	// cache line: the update of a numeric prior touches nothing else
 	inst     int32
-	tPrior   float64
-	tNext    float64
+	inresult bool
+	search   bool
 	kPrior   semantics.BoundKind
 	kNext    semantics.BoundKind
 	scPrior  bool // SCANNED: no need to search back again
 	scNext   bool
+	tPrior   float64
+	tNext    float64
 	vPrior   semantics.Value
 	vNext    semantics.Value
-	bPrior   []byte
-	bNext    []byte
 	tFirst   float64
 	tLast    float64
-	search   bool
-	inresult bool
+	bPrior   []byte
+	bNext    []byte
 }
 
 type winRec struct {
@@ -633,7 +635,8 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 		if len(pm.hint) < len(set.Values) {
 			pm.hint = append(pm.hint, make([]*icp, len(set.Values)-len(pm.hint))...)
 		}
-		for j, iv := range set.Values {
+		for j := range set.Values {
+			iv := &set.Values[j]
 			// records list instances in the same order time after time:
 			// remember where each was, before asking the map
 			c := pm.hint[j]
@@ -654,18 +657,18 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 			if tThis <= tReq && (c.tPrior > tReq || tThis >= c.tPrior) {
 				if c.tPrior < c.tNext && c.tPrior >= tReq {
 					c.tNext, c.kNext, c.scNext = c.tPrior, c.kPrior, false
-					c.bNext = setValue(&c.vNext, c.vPrior, c.bNext)
+					setValue(&c.vNext, c.vPrior, &c.bNext)
 				}
 				c.tPrior, c.kPrior = tThis, semantics.BoundValue
-				c.bPrior = setValue(&c.vPrior, iv.Value, c.bPrior)
+				setValue(&c.vPrior, iv.Value, &c.bPrior)
 			}
 			if tThis >= tReq && (c.tNext < tReq || tThis <= c.tNext) {
 				if c.tPrior < c.tNext && c.tNext <= tReq {
 					c.tPrior, c.kPrior, c.scPrior = c.tNext, c.kNext, false
-					c.bPrior = setValue(&c.vPrior, c.vNext, c.bPrior)
+					setValue(&c.vPrior, c.vNext, &c.bPrior)
 				}
 				c.tNext, c.kNext = tThis, semantics.BoundValue
-				c.bNext = setValue(&c.vNext, iv.Value, c.bNext)
+				setValue(&c.vNext, iv.Value, &c.bNext)
 				if forw && c.search && done != nil {
 					c.search = false
 					*done++
@@ -676,15 +679,15 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 	}
 }
 
-// setValue copies v into *dst, byte payloads into buf (reused).
-func setValue(dst *semantics.Value, v semantics.Value, buf []byte) []byte {
-	if v.Type().IsNumeric() {
-		dst.SetNumeric(v.Type(), v.Bits())
-		return buf
+// setValue copies v into *dst, a byte payload into *buf (reused); a
+// numeric value leaves *buf alone (it is in another cache line).
+func setValue(dst *semantics.Value, v semantics.Value, buf *[]byte) {
+	if t := v.Type(); t.IsNumeric() {
+		dst.SetNumeric(t, v.Bits())
+		return
 	}
-	buf = append(buf[:0], v.Bytes()...)
-	dst.SetBytes(v.Type(), buf)
-	return buf
+	*buf = append((*buf)[:0], v.Bytes()...)
+	dst.SetBytes(v.Type(), *buf)
 }
 
 // readOne appends the next record of the timeline to the window.
