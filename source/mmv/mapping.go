@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -163,4 +164,38 @@ func processExists(pid int32) bool {
 // Generation returns the creation time encoded in g1 (seconds<<32|usec).
 func genTime(g uint64) time.Time {
 	return time.Unix(int64(g>>32), int64(g&0xffffffff)*1000)
+}
+
+// guard runs f with a fault on mapped memory turned into an error: a file
+// cut short under its mapping (truncated in place rather than re-created,
+// as libpcp_mmv does) raises SIGBUS on the pages past its new end, which
+// would otherwise kill the process. The error names the file of ms that
+// holds the faulting address and the offset in it (else dflt, offset -1).
+func guard(ms func() []*mapping, dflt string, f func()) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		e := recover()
+		if e == nil {
+			return
+		}
+		fault, ok := e.(interface{ Addr() uintptr })
+		if !ok {
+			panic(e)
+		}
+		addr := fault.Addr()
+		fe := &FormatError{File: dflt, Off: -1, Msg: "file cut short while mapped (bus error past its end)"}
+		for _, m := range ms() {
+			if len(m.data) == 0 {
+				continue
+			}
+			base := uintptr(unsafe.Pointer(&m.data[0]))
+			if addr >= base && addr-base < uintptr(len(m.data)) {
+				fe.File, fe.Off = m.path, int64(addr-base)
+			}
+		}
+		err = fe
+	}()
+	f()
+	return nil
 }

@@ -146,8 +146,23 @@ func (f *File) unload(err error) {
 	f.l, f.v, f.err = nil, nil, err
 }
 
-// refresh notices a replaced file, a new generation or a vanished writer.
+// refresh notices a replaced file, a new generation or a vanished writer;
+// a file cut short under its mapping stops being exported (until a later
+// refresh maps it again).
 func (f *File) refresh() {
+	if err := guard(f.mappings, f.path, f.refreshMapped); err != nil {
+		f.unload(err)
+	}
+}
+
+func (f *File) mappings() []*mapping {
+	if f.l == nil {
+		return nil
+	}
+	return []*mapping{f.l.mapping}
+}
+
+func (f *File) refreshMapped() {
 	if f.l == nil {
 		_ = f.load()
 		return
@@ -239,7 +254,12 @@ func (f *File) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) er
 			fillMissing(pmids, res)
 			return nil
 		}
-		if f.v.fill(pmids, res, res.Time) {
+		var ok bool
+		if err := guard(f.mappings, f.path, func() { ok = f.v.fill(pmids, res, res.Time) }); err != nil {
+			f.unload(err) // mapped again, at its new size, by the next refresh
+			continue
+		}
+		if ok {
 			return nil
 		}
 		if attempt == fetchAttempts {
@@ -284,9 +304,10 @@ type Dir struct {
 	reloadDue bool
 	loadedAt  bool
 	closed    bool
-	sig       string // names, inodes and sizes at the last scan
-	epoch     uint64 // incremented when a reload changes viewSig
-	viewSig   string // the files of the view: name, cluster, device, inode, generation
+	loading   []*loaded // the files of a reload in progress
+	sig       string    // names, inodes and sizes at the last scan
+	epoch     uint64    // incremented when a reload changes viewSig
+	viewSig   string    // the files of the view: name, cluster, device, inode, generation
 }
 
 // signature describes the directory's entries (name, inode, size)
@@ -340,8 +361,38 @@ func (d *Dir) stampNow() (dirStamp, error) {
 	return dirStamp{mtime: time.Unix(st.Mtim.Unix()), dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil
 }
 
-// refresh reloads the directory when pmdammv would.
+// refresh reloads the directory when pmdammv would. A file cut short under
+// its mapping makes it reload (mapping every file again, at its size now).
 func (d *Dir) refresh() {
+	for i := 0; ; i++ {
+		err := guard(d.mappings, d.dir, d.refreshMapped)
+		if err == nil {
+			return
+		}
+		d.log.Warn("mmv: reloading the directory", "reason", err)
+		d.reloadDue, d.loading = true, nil
+		if i == 2 { // cut short again and again: export nothing this time
+			d.v = buildView(nil, d.log)
+			return
+		}
+	}
+}
+
+// mappings are the files of the view, or of the reload in progress.
+func (d *Dir) mappings() []*mapping {
+	var ms []*mapping
+	if d.v != nil {
+		for _, f := range d.v.files {
+			ms = append(ms, f.mapping)
+		}
+	}
+	for _, f := range d.loading {
+		ms = append(ms, f.mapping)
+	}
+	return ms
+}
+
+func (d *Dir) refreshMapped() {
 	if d.closed {
 		return
 	}
@@ -429,8 +480,10 @@ func (d *Dir) reload() {
 		}
 		used[cluster] = true
 		files = append(files, &loaded{mapping: m, cluster: cluster})
+		d.loading = files
 	}
 	d.v = buildView(files, d.log)
+	d.loading = nil
 	var sig []byte
 	for _, f := range files {
 		statuses = append(statuses, f.status())
@@ -511,7 +564,12 @@ func (d *Dir) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) err
 	for attempt := 0; ; attempt++ {
 		d.refresh()
 		res.Time = time.Now()
-		if d.v.fill(pmids, res, res.Time) {
+		var ok bool
+		if err := guard(d.mappings, d.dir, func() { ok = d.v.fill(pmids, res, res.Time) }); err != nil {
+			d.log.Warn("mmv: reloading the directory", "reason", err)
+			ok = false
+		}
+		if ok {
 			return nil
 		}
 		d.reloadDue = true
