@@ -17,14 +17,3 @@ func (r *Reader) Only(keep func(semantics.PMID) bool) {
 	r.keep = keep
 	r.keeps = r.keeps[:0]
 }
-
-func (r *Reader) kept(i int, p semantics.PMID) bool {
-	if i >= len(r.keeps) {
-		r.keeps = append(r.keeps, make([]keepCache, i+1-len(r.keeps))...)
-	}
-	c := &r.keeps[i]
-	if !c.valid || c.pmid != p {
-		*c = keepCache{pmid: p, keep: r.keep(p), valid: true}
-	}
-	return c.keep
-}

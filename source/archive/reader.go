@@ -280,6 +280,9 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	if len(r.types) < int(np) {
 		r.types = append(r.types, make([]typeCache, int(np)-len(r.types))...)
 	}
+	if r.keep != nil && len(r.keeps) < int(np) {
+		r.keeps = append(r.keeps, make([]keepCache, int(np)-len(r.keeps))...)
+	}
 	for i := 0; i < int(np); i++ {
 		if end-p < 8 {
 			return r.ferr(off+int64(p), "value set %d of %d truncated", i, np)
@@ -287,12 +290,25 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		pmid := semantics.PMID(be32(rec[p:]))
 		numval := int32(be32(rec[p+4:]))
 		p += 8
+		if r.keep != nil {
+			// records repeat their layout: the metric at this position
+			// was asked about before, most of the time
+			k := &r.keeps[i]
+			if !k.valid || k.pmid != pmid {
+				*k = keepCache{pmid: pmid, keep: r.keep(pmid), valid: true}
+			}
+			if !k.keep { // not wanted: skipped undecoded, still checked
+				if numval > 0 {
+					if int(numval) > (end-p-4)/8 {
+						return r.ferr(off+int64(p)-4, "numval %d of %s does not fit in the record", numval, pmid)
+					}
+					p += 4 + 8*int(numval)
+				}
+				continue
+			}
+		}
 		vs := source.ValueSet{PMID: pmid}
 		starts = append(starts, len(vals))
-		if numval <= 0 && r.keep != nil && !r.kept(i, pmid) {
-			starts = starts[:len(starts)-1]
-			continue
-		}
 		if numval < 0 {
 			vs.Err = r.errOf(numval)
 			out.Sets = append(out.Sets, vs)
@@ -304,11 +320,6 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		}
 		if int(numval) > (end-p-4)/8 {
 			return r.ferr(off+int64(p)-4, "numval %d of %s does not fit in the record", numval, pmid)
-		}
-		if r.keep != nil && !r.kept(i, pmid) {
-			starts = starts[:len(starts)-1]
-			p += 4 + 8*int(numval) // not wanted: skipped undecoded
-			continue
 		}
 		valfmt := be32(rec[p:])
 		p += 4
