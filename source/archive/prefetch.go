@@ -1,7 +1,8 @@
 package archive
 
 // prefetch runs a feed in a goroutine of its own: records are read and
-// decoded into a ring of slots while the replay works on earlier ones, so
+// decoded (their byte payloads copied out of the read buffer) into a ring
+// of slots while the replay works on earlier ones, so
 // reading the volumes overlaps with interpolating. A record returned by
 // next stays valid until the following call, as with a plain feed; at the
 // end of the timeline the goroutine waits until asked to try again (the
@@ -61,12 +62,9 @@ func (p *prefetch) run() {
 		b := &p.slots[k]
 		p.f.out = b
 		rec, ai, ok, err := p.f.read()
-		if ok {
-			if rec != &b.rec { // a synthesized mark
-				b.rec = *rec
-				rec = &b.rec
-			}
-			b.detach()
+		if ok && rec != &b.rec { // a synthesized mark
+			b.rec, b.bytes, b.byteSets = *rec, false, b.byteSets[:0]
+			rec = &b.rec
 		}
 		select {
 		case p.ready <- fetched{slot: k, rec: rec, ai: ai, ok: ok, err: err}:

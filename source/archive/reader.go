@@ -231,6 +231,9 @@ func (r *Reader) read() (bool, error) {
 	if err := r.decode(rec, off); err != nil {
 		return false, err
 	}
+	if r.out != &r.own {
+		r.out.detach() // kept beyond the next read (a prefetch slot)
+	}
 	return true, nil
 }
 
