@@ -157,3 +157,59 @@ func TestDirMissing(t *testing.T) {
 		t.Errorf("OpenDir of a regular file succeeded")
 	}
 }
+
+// TestDirFileWrittenLate follows a file that a writer creates and fills in
+// steps (open, ftruncate, header), as libpcp_mmv's mmv_init does: once the
+// file exists, filling it changes neither the directory's mtime nor, after
+// ftruncate, the file's size, so nothing but the file itself shows it.
+func TestDirFileWrittenLate(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "late")
+	write(t, src, oneMetric(0, 0, "x"), 42)
+	content, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		first []byte // what the file holds when first seen
+	}{
+		{"empty", nil},
+		{"zeros", make([]byte, len(content))},
+		{"half a header", content[:20]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "late")
+			if err := os.WriteFile(path, tc.first, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// the directory changed long ago, as far as its mtime tells
+			old := time.Now().Add(-time.Minute)
+			if err := os.Chtimes(dir, old, old); err != nil {
+				t.Fatal(err)
+			}
+			d, err := OpenDir(dir, Options{Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if got := exported(t, d); got != "" {
+				t.Fatalf("before the write: %s", got)
+			}
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(content, 0); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if err := os.Chtimes(dir, old, old); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := exported(t, d), "mmv.late.x 70.1.1=42"; got != want {
+				t.Errorf("after the write: got %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package mmv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -306,6 +307,7 @@ type Dir struct {
 	closed    bool
 	loading   []*loaded // the files of a reload in progress
 	sig       string    // names, inodes and sizes at the last scan
+	unwritten []string  // files skipped at the last reload as not yet written
 	epoch     uint64    // incremented when a reload changes viewSig
 	viewSig   string    // the files of the view: name, cluster, device, inode, generation
 }
@@ -410,6 +412,12 @@ func (d *Dir) refreshMapped() {
 		// the tick of the last scan do not change the mtime again.
 		need = true
 	}
+	for _, p := range d.unwritten {
+		if !need && !notYetWritten(p) {
+			// written in place since: no directory change shows it
+			need = true
+		}
+	}
 	if !need && d.v != nil {
 		for _, f := range d.v.files {
 			if !f.current() || (d.opts.PIDCheck && !f.processAlive(f.hdr)) {
@@ -442,6 +450,7 @@ func (d *Dir) reload() {
 		}
 	}
 	d.v, d.status, d.reloadDue, d.loadedAt = nil, nil, false, true
+	d.unwritten = d.unwritten[:0]
 	d.sig = d.signature()
 	ents, err := os.ReadDir(d.dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -465,6 +474,8 @@ func (d *Dir) reload() {
 		if err != nil {
 			if errors.Is(err, ErrInFlux) {
 				d.reloadDue = true
+			} else if notYetWritten(path) {
+				d.unwritten = append(d.unwritten, path)
 			}
 			d.log.Info("mmv: file not exported", "file", path, "reason", err)
 			statuses = append(statuses, FileStatus{Name: name, Path: path, Reason: err.Error()})
@@ -495,6 +506,27 @@ func (d *Dir) reload() {
 	}
 	sort.SliceStable(statuses, func(i, j int) bool { return statuses[i].Name < statuses[j].Name })
 	d.status = statuses
+}
+
+// notYetWritten reports whether path looks like an MMV file its writer
+// has created but not filled yet: shorter than the header (between open
+// and ftruncate) or with a zero magic (between ftruncate and the header
+// write). pmdammv skips such a file until the directory changes again;
+// the writer's next steps change neither the directory's mtime nor
+// (after ftruncate) the file's size, so the file would stay unexported.
+func notYetWritten(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [4]byte
+	n, _ := io.ReadFull(f, magic[:])
+	if n < len(magic) {
+		return true
+	}
+	st, err := f.Stat()
+	return err == nil && (st.Size() < headerSize || magic == [4]byte{})
 }
 
 // chooseCluster is pmdammv's choose_cluster: a non-zero header cluster is
