@@ -8,17 +8,19 @@ package archive
 // end of the timeline the goroutine waits until asked to try again (the
 // archive may grow), and it stops at the first error.
 type prefetch struct {
-	f     *feed // used by the goroutine only, once started
-	slots []recBuf
-	free  chan int
-	ready chan fetched
-	retry chan struct{}
-	quit  chan struct{}
-	done  chan struct{}
-	cur   int  // slot of the record last returned, -1 none
-	ended bool // the last answer was the end: ask for a retry first
-	err   error
-	ai    int
+	f      *feed // used by the goroutine only, once started
+	slots  []recBuf
+	free   chan int
+	ready  chan fetched
+	retry  chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
+	cur    int  // slot of the record last returned, -1 none
+	ended  bool // the last answer was the end: ask for a retry first
+	ahead  bool // peeked holds the answer after cur (see peek)
+	peeked fetched
+	err    error
+	ai     int
 }
 
 type fetched struct {
@@ -96,12 +98,33 @@ func (p *prefetch) next() (*Record, int, bool, error) {
 		p.ended = false
 		p.retry <- struct{}{}
 	}
-	it := <-p.ready
+	var it fetched
+	if p.ahead {
+		it, p.ahead = p.peeked, false
+	} else {
+		it = <-p.ready
+	}
 	p.cur, p.ai, p.err = it.slot, it.ai, it.err
 	if !it.ok && it.err == nil {
 		p.ended = true
 	}
 	return it.rec, it.ai, it.ok, it.err
+}
+
+// peek returns the record the following next will return, waiting for it
+// to be decoded, while the record last returned stays valid; nil at the end
+// of the timeline or on an error (next reports it).
+func (p *prefetch) peek() *Record {
+	if p.err != nil || p.ended {
+		return nil
+	}
+	if !p.ahead {
+		p.peeked, p.ahead = <-p.ready, true
+	}
+	if !p.peeked.ok || p.peeked.err != nil {
+		return nil
+	}
+	return p.peeked.rec
 }
 
 // stop ends the goroutine and waits for it; the feed is the caller's again.

@@ -58,6 +58,9 @@ type Replay struct {
 	haveEnd bool
 	lastReq float64
 	fetched bool
+
+	applyAll   bool // tests: roll applies superseded value sets too
+	superseded int  // value sets roll skipped as superseded
 }
 
 type pmState struct {
@@ -445,11 +448,49 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 		if w.t > tReq {
 			return nil
 		}
-		r.updateBounds(w, tReq, true, nil, seenMark)
+		r.updateBounds(w, tReq, true, nil, seenMark, r.successor(w, direct, tReq))
 		if !direct {
 			r.pop()
 		}
 	}
+}
+
+// successor returns the value sets of the record that roll applies right
+// after w, when w is before tReq and that record is another record of
+// values at or before tReq, not earlier than w (nil otherwise, or when it
+// is not read yet); see updateBounds for why w's sets that it repeats can
+// be skipped.
+func (r *Replay) successor(w *winRec, direct bool, tReq float64) []source.ValueSet {
+	if w.mark || w.t >= tReq || r.applyAll {
+		return nil
+	}
+	switch {
+	case !direct && len(r.win) > 1:
+		if n := r.win[1]; !n.mark && n.t <= tReq && n.t >= w.t {
+			return n.sets
+		}
+	case direct || len(r.win) == 1:
+		if rec := r.feed.peek(); rec != nil && !rec.Mark {
+			if t := r.secs(rec.Time); t <= tReq && t >= w.t {
+				return rec.Sets
+			}
+		}
+	}
+	return nil
+}
+
+// sameInstances reports whether two value sets list the same instances in
+// the same order.
+func sameInstances(a, b []source.InstValue) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Inst != b[i].Inst {
+			return false
+		}
+	}
+	return true
 }
 
 // front returns the record at the position. With an empty window it reads
@@ -544,7 +585,7 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 				break
 			}
 		}
-		r.updateBounds(w, tReq, true, &done, seenMark)
+		r.updateBounds(w, tReq, true, &done, seenMark, nil)
 		forget(w.t)
 		switch {
 		case probe != nil:
@@ -596,7 +637,21 @@ func (r *Replay) probeKeep(tReq, tFrom float64) func(semantics.PMID) bool {
 
 // updateBounds is libpcp's update_bounds for one record (forw: rolling or
 // searching forwards, else the initial positioning).
-func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, seenMark *bool) {
+//
+// Rolling, next holds the sets of the record applied right after this one
+// (see successor; tThis < tReq, tThis <= tNext <= tReq, not a mark): a set
+// of this record whose metric and instances all come again in next is
+// skipped, as next leaves every such instance c as it would after both:
+//   - c.tPrior in (tThis, tReq]: this record changes nothing;
+//   - c.tPrior <= tThis: this record sets the lower bound, next overwrites
+//     it, and neither touches the upper one (c.tPrior < tReq);
+//   - c.tPrior > tReq: this record moves it to the upper bound if earlier
+//     than that one and sets tThis; next, from the state before, makes the
+//     same move and sets tNext; from the state after, it only sets tNext.
+//
+// In each case next's own upper-bound step (when tNext == tReq) then sees
+// the same state.
+func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, seenMark *bool, next []source.ValueSet) {
 	tThis := w.t
 	if w.mark {
 		for _, c := range r.want {
@@ -630,6 +685,10 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 		}
 		pm := h.pm
 		if pm == nil || set.Err != nil {
+			continue
+		}
+		if i < len(next) && next[i].PMID == set.PMID && next[i].Err == nil && sameInstances(next[i].Values, set.Values) {
+			r.superseded++
 			continue
 		}
 		if len(pm.hint) < len(set.Values) {
@@ -946,6 +1005,15 @@ func (f *feed) next() (*Record, int, bool, error) {
 		return f.pf.next()
 	}
 	return f.read()
+}
+
+// peek returns the record the following next will return, nil if it is
+// not known without reading it (no prefetching goroutine) or there is none.
+func (f *feed) peek() *Record {
+	if f.pf != nil {
+		return f.pf.peek()
+	}
+	return nil
 }
 
 func (f *feed) read() (*Record, int, bool, error) {

@@ -297,49 +297,11 @@ func TestReplayMultiArchive(t *testing.T) {
 // reading only the metrics whose bounds the records ahead can change) and
 // one larger than the archive (no probe).
 func TestReplayWindowIsOnlyMemory(t *testing.T) {
-	meta, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.meta"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vol, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []int
-	for pos := int(be32(vol)); pos+16 <= len(vol); pos += int(be32(vol[pos:])) {
-		recs = append(recs, pos)
-	}
-	if len(recs) < 100 {
-		t.Fatalf("%d records", len(recs))
-	}
 	// records 8 to 31: the 7 s group of the archive (proc.nprocs and
 	// others) against the 1 s group in every phase
 	for k := 8; k < 32; k++ {
 		for _, mode := range []string{"back", "equal"} {
-			b := bytes.Clone(vol)
-			at := recs[k]
-			switch mode {
-			case "back": // v2 timestamp: sec, usec
-				from := recs[k-5]
-				sec, usec := be32(b[from+4:]), be32(b[from+8:])+500000
-				if usec >= 1000000 {
-					sec, usec = sec+1, usec-1000000
-				}
-				put32(b, at+4, sec)
-				put32(b, at+8, usec)
-			case "equal":
-				copy(b[at+4:at+12], b[recs[k-1]+4:])
-			}
-			dir := t.TempDir()
-			for name, data := range map[string][]byte{"live.meta": meta, "live.0": b} {
-				if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			a, err := Open(filepath.Join(dir, "live"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			a := restampedLive(t, k, mode)
 			var roots []string
 			for _, m := range a.Metrics() {
 				roots = append(roots, m.Name)
@@ -366,6 +328,54 @@ func TestReplayWindowIsOnlyMemory(t *testing.T) {
 	}
 }
 
+// restampedLive opens a copy of the live archive whose record k is
+// restamped: to half a second after the record five before it (mode
+// "back": time going back in the file) or to the time of the record before
+// it ("equal": two records at one time).
+func restampedLive(t *testing.T, k int, mode string) *Archive {
+	t.Helper()
+	meta, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.meta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []int
+	for pos := int(be32(vol)); pos+16 <= len(vol); pos += int(be32(vol[pos:])) {
+		recs = append(recs, pos)
+	}
+	if len(recs) < 100 {
+		t.Fatalf("%d records", len(recs))
+	}
+	b := bytes.Clone(vol)
+	at := recs[k]
+	switch mode {
+	case "back": // v2 timestamp: sec, usec
+		from := recs[k-5]
+		sec, usec := be32(b[from+4:]), be32(b[from+8:])+500000
+		if usec >= 1000000 {
+			sec, usec = sec+1, usec-1000000
+		}
+		put32(b, at+4, sec)
+		put32(b, at+8, usec)
+	case "equal":
+		copy(b[at+4:at+12], b[recs[k-1]+4:])
+	}
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"live.meta": meta, "live.0": b} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := Open(filepath.Join(dir, "live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // TestReplaySmallReadBuffer replays every corpus answer with a volume read
 // buffer of 256 bytes, which the reader compacts and refills all the time:
 // the records the prefetching reader hands over (strings included) must
@@ -382,4 +392,71 @@ func TestReplaySmallReadBuffer(t *testing.T) {
 			t.Errorf("%s (256-byte read buffer):%s", args, d)
 		}
 	}
+}
+
+// TestReplaySupersededSets: rolling forward skips the value sets of a
+// record that the next record repeats (same metric, same instances); the
+// replay must answer exactly as when it applies every record, for every
+// corpus archive at intervals shorter and longer than the logging
+// intervals, at several offsets, with both rules, and around the records
+// TestReplayWindowIsOnlyMemory restamps (time going back, equal times).
+func TestReplaySupersededSets(t *testing.T) {
+	skipped := 0
+	check := func(a *Archive, arch string, ivs, offs []float64) {
+		var roots []string
+		for _, m := range a.Metrics() {
+			roots = append(roots, m.Name)
+		}
+		for _, rule := range []semantics.InterpRule{semantics.InterpNearest, semantics.InterpPrior} {
+			for _, iv := range ivs {
+				for _, off := range offs {
+					rows := func(applyAll bool) []string {
+						rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: rule})
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer rp.Close()
+						rp.applyAll = applyAll
+						got := replayRowsFrom(t, rp, iv, off, roots)
+						skipped += rp.superseded
+						return got
+					}
+					want, got := rows(true), rows(false)
+					if d := diffRows(want, got); d != "" {
+						t.Errorf("%s %s -t %g -S %g: skipping superseded sets changed the answer:%s", arch, rule, iv, off, d)
+					}
+				}
+			}
+		}
+	}
+	seen := map[string]bool{}
+	var archs []string
+	for _, tool := range []string{"pmfetch_interp", "pmfetch_interp_nearest"} {
+		for _, row := range interpManifest(t, tool) {
+			arch, _, _, _ := interpArgs(t, row[0])
+			if !seen[arch] {
+				seen[arch] = true
+				archs = append(archs, arch)
+			}
+		}
+	}
+	if len(archs) < 5 {
+		t.Fatalf("only %d archives", len(archs))
+	}
+	for _, arch := range archs {
+		a, err := Open(filepath.Join(corpus, arch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(a, arch, []float64{0.3, 1, 7.3}, []float64{0.05, 1.9})
+	}
+	for k := 8; k < 32; k += 3 {
+		for _, mode := range []string{"back", "equal"} {
+			check(restampedLive(t, k, mode), fmt.Sprintf("live record %d %s", k, mode), []float64{0.7, 2.1}, []float64{0.25})
+		}
+	}
+	if skipped == 0 {
+		t.Fatal("no value set was ever skipped as superseded")
+	}
+	t.Logf("%d archives, %d value sets skipped as superseded", len(archs), skipped)
 }
