@@ -27,6 +27,9 @@ import (
 type Series struct {
 	Labels []mapping.LabelPair
 	Family *mapping.Family
+	// ID numbers the series of a run densely from 0, in order of
+	// appearance: sinks keep their per-series state in slices by it.
+	ID int
 }
 
 // Name returns the series' metric name.
@@ -204,6 +207,7 @@ type run struct {
 	// labels: archives of other metrics, or whose instance ids name other
 	// instances, still write each series under one *Series.
 	series   map[seriesKey]*Series
+	hints    [][]seriesHint // by family of the current source, value position
 	byLabels map[string]*Series
 	fams     []*mapping.Family // of the current source
 	byPMID   map[semantics.PMID][]int
@@ -229,6 +233,7 @@ func (r *run) mapFamilies(metrics []source.Metric) {
 		r.byPMID[f.Desc.PMID] = append(r.byPMID[f.Desc.PMID], len(r.fams)-1)
 	}
 	r.series = map[seriesKey]*Series{}
+	r.hints = r.hints[:0]
 	r.insts = map[semantics.InDom]map[int32]*source.Instance{}
 }
 
@@ -256,39 +261,68 @@ type seriesKey struct {
 	info string
 }
 
-// emit turns one PCP value into a sample.
-func (r *run) emit(fi int, inst int32, v semantics.Value, t time.Time) error {
+// lookup returns the series of a family's instance (and, for an info
+// family, string value) in the current source, making it on first use;
+// series with the same labels are one, whatever the source.
+func (r *run) lookup(fi int, inst int32, info string) *Series {
+	k := seriesKey{fam: fi, inst: inst, info: info}
+	if s := r.series[k]; s != nil {
+		return s
+	}
 	f := r.fams[fi]
-	k := seriesKey{fam: fi, inst: inst}
+	var in *source.Instance
+	if f.Desc.InDom != semantics.InDomNull {
+		in = r.instance(f.Desc.InDom, inst)
+	}
+	ls := append([]mapping.LabelPair{{Name: "__name__", Value: f.Name}}, f.Labels(in)...)
+	if f.Type == mapping.Info {
+		ls = append(ls, mapping.LabelPair{Name: mapping.InfoValueLabel, Value: info})
+	}
+	sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
+	var key strings.Builder
+	for _, l := range ls {
+		key.WriteString(l.Name)
+		key.WriteByte(0)
+		key.WriteString(l.Value)
+		key.WriteByte(0)
+	}
+	s := r.byLabels[key.String()]
+	if s == nil {
+		s = &Series{Labels: ls, Family: f, ID: len(r.byLabels)}
+		r.byLabels[key.String()] = s
+	}
+	r.series[k] = s
+	return s
+}
+
+// seriesHint is the series last emitted at a value position of a family.
+type seriesHint struct {
+	inst int32
+	s    *Series
+}
+
+// emit turns one PCP value into a sample. pos is the value's position in
+// its value set: sets list their instances in the same order time after
+// time, so the series last found at a position is tried first.
+func (r *run) emit(fi, pos int, inst int32, v semantics.Value, t time.Time) error {
+	f := r.fams[fi]
+	var s *Series
 	val := 1.0
 	if f.Type == mapping.Info {
-		k.info = strings.ToValidUTF8(v.Str(), "\uFFFD")
+		s = r.lookup(fi, inst, strings.ToValidUTF8(v.Str(), "\uFFFD"))
 	} else {
 		val = f.Float64(v)
-	}
-	s := r.series[k]
-	if s == nil {
-		var in *source.Instance
-		if f.Desc.InDom != semantics.InDomNull {
-			in = r.instance(f.Desc.InDom, inst)
+		if len(r.hints) <= fi {
+			r.hints = append(r.hints, make([][]seriesHint, fi+1-len(r.hints))...)
 		}
-		ls := append([]mapping.LabelPair{{Name: "__name__", Value: f.Name}}, f.Labels(in)...)
-		if f.Type == mapping.Info {
-			ls = append(ls, mapping.LabelPair{Name: mapping.InfoValueLabel, Value: k.info})
+		if len(r.hints[fi]) <= pos {
+			r.hints[fi] = append(r.hints[fi], make([]seriesHint, pos+1-len(r.hints[fi]))...)
 		}
-		sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
-		var key strings.Builder
-		for _, l := range ls {
-			key.WriteString(l.Name)
-			key.WriteByte(0)
-			key.WriteString(l.Value)
-			key.WriteByte(0)
+		h := &r.hints[fi][pos]
+		if h.s == nil || h.inst != inst {
+			*h = seriesHint{inst: inst, s: r.lookup(fi, inst, "")}
 		}
-		if s = r.byLabels[key.String()]; s == nil {
-			s = &Series{Labels: ls, Family: f}
-			r.byLabels[key.String()] = s
-		}
-		r.series[k] = s
+		s = h.s
 	}
 	r.st.Read++
 	if r.st.First.IsZero() || t.Before(r.st.First) {
@@ -370,8 +404,8 @@ func (r *run) raw(ctx context.Context) error {
 					continue
 				}
 				for _, fi := range fis {
-					for _, iv := range set.Values {
-						if err := r.emit(fi, iv.Inst, iv.Value, rec.Time); err != nil {
+					for j, iv := range set.Values {
+						if err := r.emit(fi, j, iv.Inst, iv.Value, rec.Time); err != nil {
 							rd.Close()
 							return err
 						}
@@ -442,8 +476,8 @@ func (r *run) step(ctx context.Context) error {
 				r.st.Skipped["error"]++
 				continue
 			}
-			for _, iv := range set.Values {
-				if err := r.emit(i, iv.Inst, iv.Value, t); err != nil {
+			for j, iv := range set.Values {
+				if err := r.emit(i, j, iv.Inst, iv.Value, t); err != nil {
 					return err
 				}
 			}

@@ -31,8 +31,10 @@ type TSDBSink struct {
 	pending int
 	blocks  int
 	b       labels.ScratchBuilder
-	refs    map[*Series]storage.SeriesRef // of the current block writer
-	lsets   map[*Series]labels.Labels
+	// per series, by Series.ID: the reference in the current block
+	// writer (0: none yet) and the label set
+	refs  []storage.SeriesRef
+	lsets []labels.Labels
 }
 
 // NewTSDBSink writes blocks into dir (created if needed).
@@ -40,7 +42,7 @@ func NewTSDBSink(dir string, logger *slog.Logger) *TSDBSink {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &TSDBSink{dir: dir, logger: logger, ctx: context.Background(), window: -1, lsets: map[*Series]labels.Labels{}}
+	return &TSDBSink{dir: dir, logger: logger, ctx: context.Background(), window: -1}
 }
 
 // Write appends samples; it returns how many were rejected by the TSDB (out
@@ -64,19 +66,25 @@ func (s *TSDBSink) Write(batch []Sample) (rejected int, err error) {
 			}
 			s.w, s.window = w, win
 			s.app = w.Appender(s.ctx)
-			s.refs = map[*Series]storage.SeriesRef{}
+			clear(s.refs)
 		}
-		lset, ok := s.lsets[smp.Series]
-		if !ok {
+		id := smp.Series.ID
+		if id >= len(s.lsets) {
+			n := max(id+1, 2*len(s.lsets))
+			s.lsets = append(s.lsets, make([]labels.Labels, n-len(s.lsets))...)
+			s.refs = append(s.refs, make([]storage.SeriesRef, n-len(s.refs))...)
+		}
+		lset := s.lsets[id]
+		if lset.IsEmpty() {
 			s.b.Reset()
 			for _, l := range smp.Series.Labels {
 				s.b.Add(l.Name, l.Value)
 			}
 			s.b.Sort()
 			lset = s.b.Labels()
-			s.lsets[smp.Series] = lset
+			s.lsets[id] = lset
 		}
-		ref, err := s.app.Append(s.refs[smp.Series], lset, smp.T, smp.V)
+		ref, err := s.app.Append(s.refs[id], lset, smp.T, smp.V)
 		if err != nil {
 			rejected++
 			if first == nil {
@@ -84,7 +92,7 @@ func (s *TSDBSink) Write(batch []Sample) (rejected int, err error) {
 			}
 			continue
 		}
-		s.refs[smp.Series] = ref
+		s.refs[id] = ref
 		s.pending++
 		if s.pending >= maxSamplesInAppender {
 			if err := s.app.Commit(); err != nil {
