@@ -25,10 +25,10 @@ func AppendJSON(dst []byte, v Value) []byte {
 	case TypeDouble:
 		return appendFloat(dst, math.Float64frombits(v.bits), 64)
 	case TypeString:
-		return appendJSONBytes(dst, v.buf)
+		return appendJSONBytes(dst, v.Bytes())
 	}
 	dst = append(dst, `{"base64":"`...)
-	dst = base64.StdEncoding.AppendEncode(dst, v.buf)
+	dst = base64.StdEncoding.AppendEncode(dst, v.Bytes())
 	return append(dst, `"}`...)
 }
 
@@ -38,7 +38,7 @@ func AppendJSON(dst []byte, v Value) []byte {
 func AppendText(dst []byte, v Value) []byte {
 	switch v.typ {
 	case TypeString:
-		return append(dst, v.buf...)
+		return append(dst, v.Bytes()...)
 	case TypeFloat, TypeDouble:
 		f := v.Float64()
 		if math.IsNaN(f) || math.IsInf(f, 0) {

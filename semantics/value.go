@@ -1,15 +1,30 @@
 package semantics
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // Value is one typed PCP value (pmAtomValue plus its type). Numeric values are
 // held in a 64-bit word with no allocation; STRING, AGGREGATE and EVENT values
 // reference a byte slice (a STRING without its NUL terminator). The byte slice
 // may alias a reused buffer of the source: copy it (Clone) to keep it.
+//
+// A Value is 24 bytes: decoders write millions of them per archive, so the
+// payload is held as its first byte and length rather than a slice.
 type Value struct {
 	typ  Type
+	n    uint32 // payload length
 	bits uint64
-	buf  []byte
+	p    *byte // payload (nil: none)
+}
+
+// bytesOf makes the payload fields of b.
+func bytesOf(b []byte) (*byte, uint32) {
+	if b == nil {
+		return nil, 0
+	}
+	return unsafe.SliceData(b), uint32(len(b))
 }
 
 // Int32Value returns a PM_TYPE_32 value.
@@ -31,11 +46,17 @@ func FloatValue(v float32) Value { return Value{typ: TypeFloat, bits: uint64(mat
 func DoubleValue(v float64) Value { return Value{typ: TypeDouble, bits: math.Float64bits(v)} }
 
 // StringValue returns a PM_TYPE_STRING value.
-func StringValue(s string) Value { return Value{typ: TypeString, buf: []byte(s)} }
+func StringValue(s string) Value {
+	p, n := bytesOf([]byte(s))
+	return Value{typ: TypeString, p: p, n: n}
+}
 
 // BytesValue returns a value of type t (STRING, AGGREGATE or EVENT) that
 // references b without copying it.
-func BytesValue(t Type, b []byte) Value { return Value{typ: t, buf: b} }
+func BytesValue(t Type, b []byte) Value {
+	p, n := bytesOf(b)
+	return Value{typ: t, p: p, n: n}
+}
 
 // Type returns the value's PCP type.
 func (v Value) Type() Type { return v.typ }
@@ -85,10 +106,15 @@ func (v Value) Float64() float64 {
 }
 
 // Bytes returns the payload of a STRING, AGGREGATE or EVENT value.
-func (v Value) Bytes() []byte { return v.buf }
+func (v Value) Bytes() []byte {
+	if v.p == nil {
+		return nil
+	}
+	return unsafe.Slice(v.p, v.n)
+}
 
 // Str returns a STRING value as a Go string (this allocates).
-func (v Value) Str() string { return string(v.buf) }
+func (v Value) Str() string { return string(v.Bytes()) }
 
 // Bits returns the raw 64-bit word of a numeric value.
 func (v Value) Bits() uint64 { return v.bits }
@@ -96,8 +122,8 @@ func (v Value) Bits() uint64 { return v.bits }
 // Clone returns v with its byte payload copied, safe to keep after the source
 // reuses its buffers.
 func (v Value) Clone() Value {
-	if v.buf != nil {
-		v.buf = append([]byte(nil), v.buf...)
+	if v.p != nil {
+		v.p, v.n = bytesOf(append([]byte(nil), v.Bytes()...))
 	}
 	return v
 }
@@ -105,5 +131,5 @@ func (v Value) Clone() Value {
 // Equal reports whether two values have the same type and identical contents
 // (bit-wise for floats).
 func (v Value) Equal(o Value) bool {
-	return v.typ == o.typ && v.bits == o.bits && string(v.buf) == string(o.buf)
+	return v.typ == o.typ && v.bits == o.bits && string(v.Bytes()) == string(o.Bytes())
 }

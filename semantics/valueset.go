@@ -7,8 +7,8 @@ package semantics
 func (v *Value) SetNumeric(t Type, bits uint64) {
 	v.typ = t
 	v.bits = bits
-	if v.buf != nil {
-		v.buf = nil
+	if v.p != nil {
+		v.p, v.n = nil, 0
 	}
 }
 
@@ -17,5 +17,5 @@ func (v *Value) SetNumeric(t Type, bits uint64) {
 func (v *Value) SetBytes(t Type, b []byte) {
 	v.typ = t
 	v.bits = 0
-	v.buf = b
+	v.p, v.n = bytesOf(b)
 }
