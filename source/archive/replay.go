@@ -46,8 +46,9 @@ type Replay struct {
 	metrics []source.Metric
 	descs   map[semantics.PMID]semantics.Desc
 
-	pms  map[semantics.PMID]*pmState
-	want []*icp
+	pms    map[semantics.PMID]*pmState
+	want   []*icp
+	ending []*icp // searchForward's scratch
 
 	feed    *feed
 	setHint []setHint // the metric at each set position of the last record
@@ -520,14 +521,31 @@ func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
 func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 	done := 0
 	i := 0
+	// searching instances known to end (tLast, unchanged while searching)
+	// stop searching at a record past their end
+	ending := r.ending[:0]
+	for _, c := range r.want {
+		if c.search && c.tLast >= 0 {
+			ending = append(ending, c)
+		}
+	}
+	r.ending = ending
 	forget := func(tThis float64) {
-		for _, c := range r.want {
-			if c.search && c.tLast >= 0 && tThis >= c.tLast {
+		k := 0
+		for _, c := range ending {
+			if !c.search {
+				continue
+			}
+			if tThis >= c.tLast {
 				c.search = false
 				c.scNext = true
 				done++
+				continue
 			}
+			ending[k] = c
+			k++
 		}
+		ending = ending[:k]
 	}
 	var probe *feed
 	defer func() {
