@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -49,6 +50,9 @@ type Replay struct {
 	pms    map[semantics.PMID]*pmState
 	want   []*icp
 	ending []*icp // searchForward's scratch
+	// the metrics of the last Fetch and their states (see pmsOf)
+	lastPMIDs []semantics.PMID
+	lastPMs   []*pmState
 
 	feed    *feed
 	setHint []setHint // the metric at each set position of the last record
@@ -68,8 +72,7 @@ type pmState struct {
 	desc       semantics.Desc
 	icps       []*icp // candidate instances, in instance id order
 	byInst     map[int32]*icp
-	hint       []*icp               // the instance at each position of the last record
-	caliper    map[int32][2]float64 // birth, death (seconds from start)
+	hint       []*icp // the instance at each position of the last record
 	lastNumval int
 	numval     int
 	typeErr    bool
@@ -101,6 +104,10 @@ type icp struct {
 	tLast    float64
 	bPrior   []byte
 	bNext    []byte
+	// time_caliper: with caliper set, the instance is in the result only
+	// from birth to death
+	caliper      bool
+	birth, death float64
 }
 
 type winRec struct {
@@ -201,6 +208,21 @@ func (r *Replay) Close() error {
 	return first
 }
 
+// pmsOf returns the state of each metric of pmids (nil: not in the
+// archives), from the last call's answer when asked for the same metrics
+// again with none added since.
+func (r *Replay) pmsOf(pmids []semantics.PMID, added bool) []*pmState {
+	if !added && slices.Equal(pmids, r.lastPMIDs) {
+		return r.lastPMs
+	}
+	r.lastPMIDs = append(r.lastPMIDs[:0], pmids...)
+	r.lastPMs = r.lastPMs[:0]
+	for _, p := range pmids {
+		r.lastPMs = append(r.lastPMs, r.pms[p])
+	}
+	return r.lastPMs
+}
+
 // reset forgets every bound and restarts reading (a fetch before the
 // previous one, or a fetch naming a metric not followed so far).
 func (r *Replay) reset() {
@@ -213,6 +235,7 @@ func (r *Replay) reset() {
 	for p := range r.pms {
 		r.pms[p] = r.newPM(p)
 	}
+	r.lastPMIDs = r.lastPMIDs[:0] // their states are new
 	r.setHint = r.setHint[:0]
 	r.fetched = false
 }
@@ -224,13 +247,14 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 	}
 	pm := &pmState{desc: d, lastNumval: -1}
 	insts := []int32{semantics.InNull}
+	var cal map[int32][2]float64 // birth, death (seconds from start)
 	if d.InDom != semantics.InDomNull {
 		ins := r.Instances(d.InDom)
 		insts = make([]int32, len(ins))
 		for i, in := range ins {
 			insts[i] = in.ID
 		}
-		pm.caliper = r.caliper(d.InDom)
+		cal = r.caliper(d.InDom)
 	}
 	// one block per metric: the bounds of a record's instances are updated
 	// together, record after record
@@ -240,6 +264,9 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 	for i, inst := range insts {
 		c := &store[i]
 		*c = icp{inst: inst, tPrior: -1, tNext: -1, tFirst: -1, tLast: -1}
+		if b, ok := cal[inst]; ok {
+			c.caliper, c.birth, c.death = true, b[0], b[1]
+		}
 		pm.icps[i] = c
 		pm.byInst[inst] = c
 	}
@@ -320,10 +347,10 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 	if r.fetched && (tReq < r.lastReq || added) {
 		r.reset()
 	}
+	pms := r.pmsOf(pmids, added)
 	// zeroth and first pass: which instances are wanted.
 	r.want = r.want[:0]
-	for _, p := range pmids {
-		pm := r.pms[p]
+	for _, pm := range pms {
 		if pm == nil {
 			continue
 		}
@@ -331,7 +358,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		for _, c := range pm.icps {
 			c.search = false
 			c.inresult = true
-			if b, ok := pm.caliper[c.inst]; ok && (tReq < b[0] || tReq > b[1]) {
+			if c.caliper && (tReq < c.birth || tReq > c.death) {
 				c.inresult = false
 				continue
 			}
@@ -349,8 +376,8 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		if err := r.roll(tReq, nil); err != nil {
 			return err
 		}
-		for _, p := range pmids {
-			if pm := r.pms[p]; pm != nil {
+		for _, pm := range pms {
+			if pm != nil {
 				pm.lastNumval = -1
 			}
 		}
@@ -412,7 +439,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 			return err
 		}
 	}
-	r.answer(pmids, tReq, seenMark, res)
+	r.answer(pmids, pms, tReq, seenMark, res)
 	res.Time = t
 	r.lastReq, r.fetched = tReq, true
 	return nil
@@ -875,7 +902,7 @@ func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
 
 // answer builds the result from the bounds: the availability check and the
 // value choice of __pmLogFetchInterp.
-func (r *Replay) answer(pmids []semantics.PMID, tReq float64, seenMark bool, res *source.Result) {
+func (r *Replay) answer(pmids []semantics.PMID, pms []*pmState, tReq float64, seenMark bool, res *source.Result) {
 	if cap(res.Sets) < len(pmids) {
 		sets := make([]source.ValueSet, len(pmids))
 		copy(sets, res.Sets)
@@ -886,7 +913,7 @@ func (r *Replay) answer(pmids []semantics.PMID, tReq float64, seenMark bool, res
 		vs := &res.Sets[i]
 		vs.PMID, vs.Err = p, nil
 		vals := vs.Values[:0]
-		pm := r.pms[p]
+		pm := pms[i]
 		if pm == nil {
 			vs.Err = semantics.ErrPMIDLog
 			vs.Values = vals
