@@ -2,7 +2,8 @@
 # bench/lib.sh: helpers shared by the bench/*/run.sh scripts (sourced).
 #
 # measure LABEL N CMD   runs CMD (bash -c) N times under GNU time after one
-#                       warm-up run and sets MED_WALL (s), MED_CPU (user+sys s)
+#                       warm-up run and sets MED_WALL (s, to the microsecond),
+#                       MED_CPU (user+sys s, to the centisecond)
 #                       and MED_RSS (max RSS, KiB) to the medians.
 # W2_DIR                workload W2 (pmlogger, 186 MB), recorded by
 #                       bench/decode/record-w2.sh when absent (needs pcp).
@@ -16,9 +17,14 @@ measure() {
 	tf=$(mktemp)
 	bash -c "$cmd" >/dev/null 2>&1 || { echo "measure: $label failed: $cmd" >&2; rm -f "$tf"; return 1; }
 	: > "$tf.all"
+	local t0 t1
 	for _ in $(seq 1 "$n"); do
-		/usr/bin/time -f '%e %U %S %M' -o "$tf" bash -c "$cmd" >/dev/null 2>&1
-		tail -1 "$tf" >> "$tf.all"
+		# wall time to the microsecond (GNU time's %e has centiseconds,
+		# too coarse for runs of tens of milliseconds); CPU and RSS from time
+		t0=$EPOCHREALTIME
+		/usr/bin/time -f '%U %S %M' -o "$tf" bash -c "$cmd" >/dev/null 2>&1
+		t1=$EPOCHREALTIME
+		echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }') $(tail -1 "$tf")" >> "$tf.all"
 	done
 	MED_WALL=$(awk '{print $1}' "$tf.all" | median)
 	MED_CPU=$(awk '{print $2+$3}' "$tf.all" | median)
