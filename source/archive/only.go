@@ -16,4 +16,5 @@ type keepCache struct {
 func (r *Reader) Only(keep func(semantics.PMID) bool) {
 	r.keep = keep
 	r.keeps = r.keeps[:0]
+	r.layN = -1
 }

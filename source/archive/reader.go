@@ -21,6 +21,10 @@ const (
 // minWindow is the smallest read buffer of a volume (a variable for tests).
 var minWindow = 1 << 20
 
+// layoutFastPath lets restricted readers visit only the kept sets of a
+// record laid out as the one before (a variable for tests).
+var layoutFastPath = true
+
 // Record is one record of a data volume: a pmResult as logged, or a mark.
 type Record struct {
 	Time time.Time
@@ -127,6 +131,13 @@ type Reader struct {
 	setBytes bool
 	keep     func(semantics.PMID) bool // nil: every metric (see Only)
 	keeps    []keepCache
+	// the set offsets of the last record visited set by set (restricted
+	// readers): layout[i] is set i's, layout[layN] the end of the sets
+	layout []int32
+	layN   int
+	keptAt []int32 // positions of the kept sets in that record
+	// records visited at their kept sets only (tests)
+	fastVisits int
 }
 
 type typeCache struct {
@@ -286,7 +297,25 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	if r.keep != nil && len(r.keeps) < int(np) {
 		r.keeps = append(r.keeps, make([]keepCache, int(np)-len(r.keeps))...)
 	}
-	for i := 0; i < int(np); i++ {
+	// Restricted to some metrics, a record laid out as the previous one
+	// (checked: see sameLayout) is visited at the kept sets only.
+	fast := r.keep != nil && layoutFastPath && r.sameLayout(rec[:end], int(np))
+	visits := int(np)
+	if fast {
+		visits = len(r.keptAt)
+		r.fastVisits++
+	} else if r.keep != nil {
+		r.layN = -1 // recorded below, once the record is known to be whole
+		r.layout = r.layout[:0]
+	}
+	for j := 0; j < visits; j++ {
+		i := j
+		if fast {
+			i = int(r.keptAt[j])
+			p = int(r.layout[i])
+		} else if r.keep != nil {
+			r.layout = append(r.layout, int32(p))
+		}
 		if end-p < 8 {
 			return r.ferr(off+int64(p), "value set %d of %d truncated", i, np)
 		}
@@ -363,6 +392,16 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		}
 		out.Sets = append(out.Sets, vs)
 	}
+	if r.keep != nil && !fast {
+		r.layout = append(r.layout, int32(p))
+		r.layN = int(np)
+		r.keptAt = r.keptAt[:0]
+		for i := 0; i < int(np); i++ {
+			if r.keeps[i].keep {
+				r.keptAt = append(r.keptAt, int32(i))
+			}
+		}
+	}
 	for i := range out.Sets {
 		e := len(vals)
 		if i+1 < len(starts) {
@@ -373,6 +412,35 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	rb.vals = vals
 	rb.starts = starts
 	return nil
+}
+
+// sameLayout reports whether the np value sets of rec (the record without
+// its trailer) start where those of the last record fully visited did,
+// with the same metrics: each set's header is read at its remembered
+// offset and must hold the remembered metric and a value count that makes
+// the set end exactly where the next one was. That is the walk of the
+// record set by set, with every step checked against a known answer
+// instead of depending on the step before, so the checks run in parallel
+// in the processor; the first set starts where it must (after the header
+// of the version), so each set is then proven to be where it is expected.
+func (r *Reader) sameLayout(rec []byte, np int) bool {
+	if np != r.layN || len(r.layout) != np+1 || int(r.layout[np]) > len(rec) {
+		return false
+	}
+	lay := r.layout[:np+1]
+	keeps := r.keeps[:np]
+	for i := range keeps {
+		o := int(lay[i])
+		numval := int(int32(be32(rec[o+4:])))
+		size := 8
+		if numval > 0 {
+			size += 4 + 8*numval
+		}
+		if semantics.PMID(be32(rec[o:])) != keeps[i].pmid || o+size != int(lay[i+1]) {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeInsitu decodes {inst, value} pairs whose value is the datum itself.
