@@ -135,27 +135,13 @@ func fetchValues(w io.Writer, src source.Source, args []string, format string) e
 	if err := src.Fetch(time.Now(), pmids, &res); err != nil {
 		return err
 	}
-	instNames := map[semantics.InDom]map[int32]string{}
-	instName := func(indom semantics.InDom, id int32) string {
-		if indom == semantics.InDomNull {
-			return ""
-		}
-		names, ok := instNames[indom]
-		if !ok {
-			names = map[int32]string{}
-			for _, in := range src.Instances(indom) {
-				names[in.ID] = in.Name
-			}
-			instNames[indom] = names
-		}
-		return names[id]
-	}
 	bw := bufio.NewWriter(w)
 	switch format {
 	case "json":
 		bw.Write(appendFetchJSON(nil, &res, metrics))
 	default:
-		bw.Write(appendFetchCSV(nil, &res, metrics, instName))
+		bw.WriteString(csvHeader)
+		bw.Write(newCSVRows(metrics, src).append(nil, &res))
 	}
 	for i, s := range res.Sets {
 		if s.Err != nil {
@@ -167,38 +153,90 @@ func fetchValues(w io.Writer, src source.Source, args []string, format string) e
 
 // sortedValues returns the values of a set in instance id order.
 func sortedValues(vals []source.InstValue) []source.InstValue {
-	if sort.SliceIsSorted(vals, func(i, j int) bool { return vals[i].Inst < vals[j].Inst }) {
-		return vals
+	for i := 1; i < len(vals); i++ {
+		if vals[i].Inst < vals[i-1].Inst {
+			out := append([]source.InstValue(nil), vals...)
+			sort.SliceStable(out, func(i, j int) bool { return out[i].Inst < out[j].Inst })
+			return out
+		}
 	}
-	out := append([]source.InstValue(nil), vals...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Inst < out[j].Inst })
-	return out
-}
-
-// appendFetchCSV writes the CLI contract's CSV: a header, then one row per
-// metric and instance that has a value; STRING values are always quoted,
-// other fields only when they need it.
-func appendFetchCSV(b []byte, res *source.Result, metrics []source.Metric, instName func(semantics.InDom, int32) string) []byte {
-	b = append(b, csvHeader...)
-	return appendCSVRows(b, res, metrics, instName)
+	return vals
 }
 
 const csvHeader = "time,metric,instance,value\n"
 
-// appendCSVRows writes the CSV rows of one result (no header).
-func appendCSVRows(b []byte, res *source.Result, metrics []source.Metric, instName func(semantics.InDom, int32) string) []byte {
-	ts := semantics.AppendTime(nil, res.Time)
+// csvRows writes results as the CLI contract's CSV rows (no header): one
+// row per value, time,metric,instance,value, instances in id order, fields
+// quoted as RFC 4180 says (string values always). The metric and instance
+// fields are escaped once, on first use.
+type csvRows struct {
+	metrics []source.Metric
+	src     interface {
+		Instances(semantics.InDom) []source.Instance
+	}
+	names [][]byte                             // per metric: its field
+	insts map[semantics.InDom]map[int32][]byte // per instance: its field
+	hints [][]instHint                         // per metric and value position
+	ts    []byte
+}
+
+// instHint is the instance last seen at a value position: sets list their
+// instances in the same order time after time.
+type instHint struct {
+	inst  int32
+	ok    bool
+	field []byte
+}
+
+func newCSVRows(metrics []source.Metric, src interface {
+	Instances(semantics.InDom) []source.Instance
+}) *csvRows {
+	c := &csvRows{metrics: metrics, src: src, insts: map[semantics.InDom]map[int32][]byte{}, hints: make([][]instHint, len(metrics))}
+	for _, m := range metrics {
+		c.names = append(c.names, appendCSVField(nil, m.Name, false))
+	}
+	return c
+}
+
+// inst returns the field of an instance: its name, empty for a singular
+// value or an instance the source does not name.
+func (c *csvRows) inst(indom semantics.InDom, id int32) []byte {
+	if indom == semantics.InDomNull {
+		return nil
+	}
+	fields, ok := c.insts[indom]
+	if !ok {
+		fields = map[int32][]byte{}
+		for _, in := range c.src.Instances(indom) {
+			fields[in.ID] = appendCSVField(nil, in.Name, false)
+		}
+		c.insts[indom] = fields
+	}
+	return fields[id]
+}
+
+// append writes the rows of one result.
+func (c *csvRows) append(b []byte, res *source.Result) []byte {
+	c.ts = semantics.AppendTime(c.ts[:0], res.Time)
 	for i, s := range res.Sets {
 		if s.Err != nil {
 			continue
 		}
-		m := &metrics[i]
-		for _, v := range sortedValues(s.Values) {
-			b = append(b, ts...)
+		indom := c.metrics[i].Desc.InDom
+		vals := sortedValues(s.Values)
+		if len(c.hints[i]) < len(vals) {
+			c.hints[i] = append(c.hints[i], make([]instHint, len(vals)-len(c.hints[i]))...)
+		}
+		for j, v := range vals {
+			b = append(b, c.ts...)
 			b = append(b, ',')
-			b = appendCSVField(b, m.Name, false)
+			b = append(b, c.names[i]...)
 			b = append(b, ',')
-			b = appendCSVField(b, instName(m.Desc.InDom, v.Inst), false)
+			h := &c.hints[i][j]
+			if !h.ok || h.inst != v.Inst {
+				*h = instHint{inst: v.Inst, ok: true, field: c.inst(indom, v.Inst)}
+			}
+			b = append(b, h.field...)
 			b = append(b, ',')
 			if v.Value.Type() == semantics.TypeString {
 				b = appendCSVField(b, string(v.Value.Bytes()), true)

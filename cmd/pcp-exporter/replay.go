@@ -186,21 +186,7 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 	for i, m := range metrics {
 		pmids[i] = m.Desc.PMID
 	}
-	instNames := map[semantics.InDom]map[int32]string{}
-	instName := func(indom semantics.InDom, id int32) string {
-		if indom == semantics.InDomNull {
-			return ""
-		}
-		names, ok := instNames[indom]
-		if !ok {
-			names = map[int32]string{}
-			for _, in := range src.Instances(indom) {
-				names[in.ID] = in.Name
-			}
-			instNames[indom] = names
-		}
-		return names[id]
-	}
+	rows := newCSVRows(metrics, src)
 	bw := bufio.NewWriterSize(w, 1<<16)
 	if f.format == "csv" {
 		bw.WriteString(csvHeader)
@@ -219,7 +205,7 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 		if f.format == "json" {
 			buf = appendFetchJSON(buf, &res, metrics)
 		} else {
-			buf = appendCSVRows(buf, &res, metrics, instName)
+			buf = rows.append(buf, &res)
 		}
 		if _, err := bw.Write(buf); err != nil {
 			return err
