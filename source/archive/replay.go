@@ -19,10 +19,15 @@ type ReplayOptions struct {
 	// observations (default nearest, PCP 6.3.2 and later).
 	Interp semantics.InterpRule
 	// Window is the number of records kept in memory to find the next
-	// observation of each series (default 32). Beyond it a second reader
-	// probes ahead, so memory stays bounded whatever the archive's shape.
+	// observation of each series (default 32), and at most windowValues
+	// values in all. Beyond it a second reader probes ahead, so memory
+	// stays bounded whatever the archive's shape.
 	Window int
 }
+
+// windowValues bounds the values the window holds (8 MiB of them): records
+// of every metric of a large host are copied into it only a few at a time.
+var windowValues = 1 << 18 // a variable for tests
 
 // ErrBackwards is returned by Fetch for a time before the previous one after
 // the replay could not be restarted.
@@ -58,11 +63,13 @@ type Replay struct {
 	setHint []setHint // the metric at each set position of the last record
 	view    winRec    // the reader's current record, seen in place
 	win     []*winRec // records read ahead of the position, oldest first
-	spare   []*winRec
-	end     time.Time
-	haveEnd bool
-	lastReq float64
-	fetched bool
+	// values held in win
+	winValues int
+	spare     []*winRec
+	end       time.Time
+	haveEnd   bool
+	lastReq   float64
+	fetched   bool
 
 	applyAll   bool // tests: roll applies superseded value sets too
 	superseded int  // value sets roll skipped as superseded
@@ -232,6 +239,7 @@ func (r *Replay) reset() {
 	r.feed = &feed{archives: r.archives, keep: r.follows}
 	r.spare = append(r.spare, r.win...)
 	r.win = r.win[:0]
+	r.winValues = 0
 	for p := range r.pms {
 		r.pms[p] = r.newPM(p)
 	}
@@ -459,6 +467,7 @@ func (r *Replay) at(i int) (*winRec, error) {
 
 func (r *Replay) pop() {
 	w := r.win[0]
+	r.winValues -= len(w.vals)
 	copy(r.win, r.win[1:])
 	r.win[len(r.win)-1] = nil
 	r.win = r.win[:len(r.win)-1]
@@ -584,7 +593,9 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 	direct, restricted := false, false
 	for done < forw {
 		var w *winRec
-		if probe == nil && i >= r.opts.Window && len(r.win) > 0 {
+		// the probe reads on after the window's last record: once every
+		// record of the window has been applied
+		if probe == nil && len(r.win) > 0 && i >= len(r.win) && (i >= r.opts.Window || r.winValues >= windowValues) {
 			prev = *r.win[len(r.win)-1]
 			probe = &feed{archives: r.archives, keep: r.probeKeep(tReq, prev.t)}
 			probe.seekPos(prev.ai, prev.vol, prev.off, prev.time)
@@ -815,6 +826,7 @@ func (r *Replay) push(rec *Record, ai int) {
 	}
 	r.fillWin(w, rec, ai)
 	r.win = append(r.win, w)
+	r.winValues += len(w.vals)
 }
 
 // fillWin copies the sets of rec that belong to followed metrics into w.

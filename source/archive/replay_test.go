@@ -324,6 +324,14 @@ func TestReplayWindowIsOnlyMemory(t *testing.T) {
 					t.Errorf("record %d %s: window %d vs no probe: %d rows wanted, %d got:%s", k, mode, w, len(want), len(got), d)
 				}
 			}
+			// a window of 32 records stopped by its value count
+			func() {
+				defer func(n int) { windowValues = n }(windowValues)
+				windowValues = 40
+				if d := diffRows(want, rows(32)); d != "" {
+					t.Errorf("record %d %s: window of 40 values vs no probe:%s", k, mode, d)
+				}
+			}()
 		}
 	}
 }
