@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -19,6 +20,10 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
+
+// backfillGOGC is the garbage collector's target percentage for backfill
+// when GOGC is not set.
+const backfillGOGC = 300
 
 type backfillFlags struct {
 	archives []string
@@ -74,6 +79,12 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 	kind, dest, ok := strings.Cut(f.output, ":")
 	if !ok || dest == "" {
 		return usagef("--output %q: want tsdb:DIR, remote-write:URL, otlp-grpc:HOST:PORT, otlp-http:URL or openmetrics:FILE", f.output)
+	}
+	if os.Getenv("GOGC") == "" {
+		// a batch job whose memory is bounded by design (replay state,
+		// one batch in flight, the TSDB head of one block): collecting
+		// garbage a third as often costs ~20 MB and saves ~4% of the time
+		debug.SetGCPercent(backfillGOGC)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	mapper, err := newMapper(f.mapping, f.naming)
