@@ -21,10 +21,6 @@ const (
 // minWindow is the smallest read buffer of a volume (a variable for tests).
 var minWindow = 1 << 20
 
-// layoutFastPath lets restricted readers visit only the kept sets of a
-// record laid out as the one before (a variable for tests).
-var layoutFastPath = true
-
 // Record is one record of a data volume: a pmResult as logged, or a mark.
 type Record struct {
 	Time time.Time
@@ -136,7 +132,9 @@ type Reader struct {
 	layout []int32
 	layN   int
 	keptAt []int32 // positions of the kept sets in that record
-	// records visited at their kept sets only (tests)
+	// tests: walkAll visits every set of every record; fastVisits counts
+	// the records visited at their kept sets only
+	walkAll    bool
 	fastVisits int
 }
 
@@ -299,7 +297,7 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	}
 	// Restricted to some metrics, a record laid out as the previous one
 	// (checked: see sameLayout) is visited at the kept sets only.
-	fast := r.keep != nil && layoutFastPath && r.sameLayout(rec[:end], int(np))
+	fast := r.keep != nil && !r.walkAll && r.sameLayout(rec[:end], int(np))
 	visits := int(np)
 	if fast {
 		visits = len(r.keptAt)
