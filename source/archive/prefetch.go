@@ -2,11 +2,11 @@ package archive
 
 // prefetch runs a feed in a goroutine of its own: records are read and
 // decoded (their byte payloads copied out of the read buffer) into a ring
-// of slots while the replay works on earlier ones, so
-// reading the volumes overlaps with interpolating. A record returned by
-// next stays valid until the following call, as with a plain feed; at the
-// end of the timeline the goroutine waits until asked to try again (the
-// archive may grow), and it stops at the first error.
+// of slots while the replay works on earlier ones, so reading the volumes
+// overlaps with interpolating. A record returned by next stays valid until
+// the following call (peek excepted), as with a plain feed; at the end of
+// the timeline the goroutine waits until asked to try again (the archive
+// may grow), and it stops at the first error.
 type prefetch struct {
 	f      *feed // used by the goroutine only, once started
 	slots  []recBuf
