@@ -73,3 +73,18 @@ measure long100 1 "exec $bin/pcp-exporter replay $long --interval 100ms"
 n=$("$bin/pcp-exporter" replay "$long" --interval 100ms | tail -n +2 | wc -l)
 row "pcp-exporter replay, every metric, 100 ms" "$n"
 echo "peak RSS goal: < 64 MiB on over 1 GB of volumes"
+
+# A late start: the last 10 s of the long archive (59 metrics). The first
+# fetch positions with the temporal index (the last entry before the start)
+# instead of reading the 1 GB before it; pmrep -S does the same through
+# libpcp.
+echo
+printf '%-44s %8s %8s %9s %10s %12s\n' "the long archive's last 10 s (59 metrics)" "wall s" "CPU s" "RSS MiB" "values" "values/s"
+late=$(( $(pmdumplog -L "$long" | awk '/commencing|ending/ {cmd="date -u -d \"" $3" "$4" "$5" "$6"\" +%s"; cmd | getline s; close(cmd); print s}' | tr '\n' ' ' | awk '{print $2 - $1}') - 10 ))
+measure latepmrep "$RUNS" "exec /usr/bin/python3 /usr/bin/pmrep -r -a $long -S +$late -s 10 -t 1s -o csv ${M[*]}"
+n=$(/usr/bin/python3 /usr/bin/pmrep -r -a "$long" -S +$late -s 10 -t 1s -o csv "${M[@]}" | awk -F, 'NR>1{for(i=2;i<=NF;i++) if($i!="") v++} END{print v+0}')
+row "pmrep -r -S +${late} -s 10" "$n"; p_wall=$MED_WALL
+measure lateours "$RUNS" "exec $bin/pcp-exporter replay $long --start +${late}s --samples 10 --interp prior ${M[*]}"
+n=$("$bin/pcp-exporter" replay "$long" --start "+${late}s" --samples 10 --interp prior "${M[@]}" | tail -n +2 | wc -l)
+row "pcp-exporter replay --start +${late}s --samples 10" "$n"
+echo "ratio pmrep/replay wall time: $(ratio "$p_wall" "$MED_WALL")"

@@ -73,6 +73,16 @@ type Replay struct {
 
 	applyAll   bool // tests: roll applies superseded value sets too
 	superseded int  // value sets roll skipped as superseded
+
+	// the first fetch's positioning (see position): rolling tracks the
+	// earliest record time it applies in rollMin while trackMin is set
+	trackMin bool
+	rollMin  float64
+	// tests: fullScan positions from the archive's start, never from an
+	// index entry; positioned counts the records the positioning applied
+	fullScan   bool
+	positioned int
+	restarts   int // positionings started over from the archive's start
 }
 
 type pmState struct {
@@ -376,12 +386,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 	}
 	seenMark := false
 	if !r.fetched {
-		// Positioning: every record up to tReq gives the bounds a backward
-		// search from tReq would find (marks included, none "seen").
-		r.feed.keep = r.followed()
-		r.feed.seek(t)
-		r.feed.pf = startPrefetch(r.feed)
-		if err := r.roll(tReq, nil); err != nil {
+		if err := r.position(t, tReq); err != nil {
 			return err
 		}
 		for _, pm := range pms {
@@ -484,6 +489,10 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 		}
 		if w.t > tReq {
 			return nil
+		}
+		if r.trackMin {
+			r.rollMin = min(r.rollMin, w.t)
+			r.positioned++
 		}
 		r.updateBounds(w, tReq, true, nil, seenMark, r.successor(w, direct, tReq))
 		if !direct {
@@ -1008,17 +1017,34 @@ type feed struct {
 	pf       *prefetch // reading ahead in a goroutine (see prefetch)
 }
 
-// seek starts the feed at the start of the archive holding t: the bounds
-// libpcp finds by searching back from t (possibly to the archive start) are
-// those of every record up to t.
-func (f *feed) seek(t time.Time) {
-	f.ai = 0
+// archiveAt returns the archive holding t: the last one starting at or
+// before t (the first when t is before them all).
+func (f *feed) archiveAt(t time.Time) int {
+	ai := 0
 	for i, a := range f.archives {
 		if !a.Label().Start.After(t) {
-			f.ai = i
+			ai = i
 		}
 	}
+	return ai
+}
+
+// seek starts the feed at the start of the archive holding t (see
+// Replay.position: a backward search from t never goes further, since the
+// archive before it ends with a <mark>).
+func (f *feed) seek(t time.Time) {
+	f.ai = f.archiveAt(t)
 	f.r = f.reader(f.ai)
+	f.started = true
+}
+
+// seekEntry starts the feed at an index entry of archive ai.
+func (f *feed) seekEntry(ai int, e IndexEntry) {
+	f.ai = ai
+	a := f.archives[ai]
+	r := f.reader(ai)
+	a.seek(r, a.state(), e)
+	f.r = r
 	f.started = true
 }
 

@@ -371,8 +371,12 @@ func restampedLive(t *testing.T, k int, mode string) *Archive {
 	case "equal":
 		copy(b[at+4:at+12], b[recs[k-1]+4:])
 	}
+	index, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.index"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	for name, data := range map[string][]byte{"live.meta": meta, "live.0": b} {
+	for name, data := range map[string][]byte{"live.meta": meta, "live.0": b, "live.index": index} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}

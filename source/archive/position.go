@@ -1,0 +1,264 @@
+package archive
+
+import (
+	"math"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+)
+
+// position is the first fetch's positioning at tReq: libpcp's
+// __pmLogSetTime (the temporal index) and the backward search of
+// __pmLogFetchInterp, which finds for each wanted instance the latest
+// record at or before tReq holding a value of it or a <mark> (none
+// "seen": no fetch came before).
+//
+// The feed starts at the last index entry of the archive holding t before
+// t and rolls forward to tReq, as every later fetch rolls. The instances
+// that no record of that stretch bounds are searched for in the stretches
+// before it, each read forward from an earlier index entry up to where the
+// later stretch began (twice as many index entries each time, decoding only
+// the metrics of the instances still unbounded), until every instance is
+// bounded or the archive's start is reached. The search never goes past
+// the archive's start: a multi-archive timeline has a <mark> there.
+//
+// This answers what applying every record from the archive's start up to
+// tReq would, provided time does not go back from one stretch read to the
+// next (within a stretch it may: the stretch is applied in file order, as
+// the full scan does). A record of an earlier stretch at or after tReq, or
+// later than a record already applied, breaks that premise: the
+// positioning then starts over from the archive's start. Records before
+// the stretches read are not read at all, as libpcp does not read them.
+func (r *Replay) position(t time.Time, tReq float64) error {
+	r.feed.keep = r.followed()
+	ai := r.feed.archiveAt(t)
+	var ents []IndexEntry
+	if !r.fullScan {
+		ents = r.entriesBefore(ai, t)
+	}
+	if len(ents) == 0 {
+		return r.scanFromStart(t, tReq)
+	}
+	hi := len(ents) - 1
+	r.feed.seekEntry(ai, ents[hi])
+	r.feed.pf = startPrefetch(r.feed)
+	r.trackMin, r.rollMin = true, math.Inf(1)
+	err := r.roll(tReq, nil)
+	r.trackMin = false
+	if err != nil {
+		return err
+	}
+	var missing []*icp
+	for _, c := range r.want {
+		if c.kPrior == semantics.BoundUndefined {
+			c.search = true
+			missing = append(missing, c)
+		}
+	}
+	defer func() {
+		for _, c := range missing {
+			c.search = false
+		}
+	}()
+	minLater := r.rollMin
+	for span := 1; len(missing) > 0 && hi >= 0; span *= 2 {
+		lo := r.usable(ai, ents, hi-span) // -1: the archive's start
+		ok, err := r.scanStretch(ai, ents, lo, hi, tReq, missing, &minLater)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return r.restartFromStart(t, tReq)
+		}
+		k := 0
+		for _, c := range missing {
+			if c.kPrior == semantics.BoundUndefined {
+				missing[k] = c
+				k++
+			} else {
+				c.search = false
+			}
+		}
+		missing = missing[:k]
+		hi = lo
+	}
+	return nil
+}
+
+// entriesBefore returns the index entries of archive ai before t that can
+// start a stretch, each later in the file than the one before it, the last
+// at a whole record followed by a record (pmlogger's closing entry, at the
+// end of the archive, starts no stretch: the records before it would go
+// unread). Whether the others start at a whole record (see Archive.seek)
+// is checked when a stretch starts there (see usable): a long archive has
+// thousands of entries, and only a few are used.
+func (r *Replay) entriesBefore(ai int, t time.Time) []IndexEntry {
+	a := r.archives[ai]
+	st := a.state()
+	volIdx := func(num int32) int {
+		for i, v := range st.vols {
+			if int32(v.num) == num {
+				return i
+			}
+		}
+		return -1
+	}
+	var out []IndexEntry
+	lastVI, lastOff := -1, int64(-1)
+	for _, e := range st.index {
+		if !e.Time.Before(t) {
+			break
+		}
+		vi := volIdx(e.Vol)
+		if vi < 0 || vi < lastVI || (vi == lastVI && e.DataOff <= lastOff) {
+			continue
+		}
+		out = append(out, e)
+		lastVI, lastOff = vi, e.DataOff
+	}
+	for len(out) > 0 {
+		rd := a.Records()
+		ok := a.seek(rd, st, out[len(out)-1]) && rd.Next()
+		rd.Close()
+		if ok {
+			break
+		}
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// usable returns the latest entry of ents at or before i that starts at a
+// whole record (-1: none, the archive's start).
+func (r *Replay) usable(ai int, ents []IndexEntry, i int) int {
+	a := r.archives[ai]
+	st := a.state()
+	for ; i >= 0; i-- {
+		if a.seek(&Reader{a: a}, st, ents[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// scanStretch applies to the missing instances (their search flag set) the
+// records of archive ai from index entry lo (-1: the archive's start) up to
+// entry hi, in file order, as roll would; false when a record is at or
+// after tReq or later than *minLater, the earliest record applied after
+// the stretch (which it then lowers to the stretch's earliest).
+func (r *Replay) scanStretch(ai int, ents []IndexEntry, lo, hi int, tReq float64, missing []*icp, minLater *float64) (bool, error) {
+	a := r.archives[ai]
+	st := a.state()
+	rd := a.Records()
+	defer rd.Close()
+	if lo >= 0 {
+		a.seek(rd, st, ents[lo])
+	}
+	keep := map[semantics.PMID]bool{}
+	for p, pm := range r.pms {
+		if pm == nil {
+			continue
+		}
+		for _, c := range pm.icps {
+			if c.search {
+				keep[p] = true
+				break
+			}
+		}
+	}
+	rd.Only(func(p semantics.PMID) bool { return keep[p] })
+	endVI := -1
+	for i, v := range st.vols {
+		if int32(v.num) == ents[hi].Vol {
+			endVI = i
+		}
+	}
+	endOff := ents[hi].DataOff
+	least := *minLater
+	for rd.Next() {
+		rec := rd.Record()
+		if rd.vi > endVI || (rd.vi == endVI && rec.Off >= endOff) {
+			break
+		}
+		tThis := r.secs(rec.Time)
+		if tThis >= tReq || tThis > *minLater {
+			return false, nil
+		}
+		least = min(least, tThis)
+		r.positioned++
+		r.applyPrior(rec, tThis, missing)
+	}
+	if err := rd.Err(); err != nil {
+		return false, err
+	}
+	*minLater = least
+	return true, nil
+}
+
+// applyPrior is updateBounds for a record before tReq, restricted to the
+// instances whose search flag is set (missing lists them).
+func (r *Replay) applyPrior(rec *Record, tThis float64, missing []*icp) {
+	if rec.Mark {
+		for _, c := range missing {
+			if tThis >= c.tPrior {
+				c.tPrior, c.kPrior, c.scPrior = tThis, semantics.BoundMark, false
+			}
+		}
+		return
+	}
+	for i := range rec.Sets {
+		set := &rec.Sets[i]
+		pm := r.pms[set.PMID]
+		if pm == nil || set.Err != nil {
+			continue
+		}
+		for j := range set.Values {
+			iv := &set.Values[j]
+			c := pm.byInst[iv.Inst]
+			if c == nil && len(pm.icps) == 1 && pm.icps[0].inst == semantics.InNull {
+				c = pm.icps[0]
+			}
+			if c == nil || !c.search || !c.inresult {
+				continue
+			}
+			if tThis >= c.tPrior {
+				c.tPrior, c.kPrior = tThis, semantics.BoundValue
+				setValue(&c.vPrior, iv.Value, &c.bPrior)
+			}
+		}
+	}
+}
+
+// scanFromStart positions by applying every record of the archive holding
+// t from its start up to tReq.
+func (r *Replay) scanFromStart(t time.Time, tReq float64) error {
+	r.feed.seek(t)
+	r.feed.pf = startPrefetch(r.feed)
+	r.trackMin, r.rollMin = true, math.Inf(1)
+	defer func() { r.trackMin = false }()
+	return r.roll(tReq, nil)
+}
+
+// restartFromStart forgets what a positioning from an index entry found
+// and positions from the archive's start.
+func (r *Replay) restartFromStart(t time.Time, tReq float64) error {
+	r.feed.close()
+	r.feed = &feed{archives: r.archives, keep: r.followed()}
+	r.spare = append(r.spare, r.win...)
+	r.win = r.win[:0]
+	r.winValues = 0
+	r.setHint = r.setHint[:0]
+	for _, pm := range r.pms {
+		if pm == nil {
+			continue
+		}
+		clear(pm.hint)
+		for _, c := range pm.icps {
+			c.tPrior, c.kPrior, c.scPrior, c.vPrior = -1, semantics.BoundUndefined, false, semantics.Value{}
+			c.tNext, c.kNext, c.scNext, c.vNext = -1, semantics.BoundUndefined, false, semantics.Value{}
+			c.search = false
+		}
+	}
+	r.restarts++
+	return r.scanFromStart(t, tReq)
+}
