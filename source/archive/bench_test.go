@@ -73,7 +73,8 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 // TestDecodeAllocations: reading a whole archive allocates a bounded number
-// of times (opening volumes, growing reused buffers), not per record or value.
+// of times (opening volumes and starting their read-ahead, growing reused
+// buffers), not per record or value.
 func TestDecodeAllocations(t *testing.T) {
 	a, err := Open(filepath.Join(corpus, "archives/live/live_v3"))
 	if err != nil {
@@ -81,7 +82,7 @@ func TestDecodeAllocations(t *testing.T) {
 	}
 	recs, vals := readAllValues(t, a)
 	allocs := testing.AllocsPerRun(5, func() { readAllValues(t, a) })
-	if allocs > 40 {
+	if allocs > 50 {
 		t.Errorf("%v allocations to read %d records with %d values", allocs, recs, vals)
 	}
 	t.Logf("%d records, %d values: %v allocations", recs, vals, allocs)

@@ -42,12 +42,69 @@ type volReader struct {
 	off  int64 // file offset of buf[r]
 	eof  bool
 	err  error
+	// reading in a goroutine (see readAhead), once the label is read and
+	// the first record found: buf is then the chunk being decoded
+	ahead    *readAhead
+	chunkEnd bool  // the chunk ends with the data present
+	chunkErr error // reading after the chunk failed
+}
+
+// close stops the read-ahead and closes the file.
+func (v *volReader) close() error {
+	if v.ahead != nil {
+		v.ahead.stop()
+		v.ahead = nil
+	}
+	return v.s.Close()
+}
+
+// readAhead hands the reading from the record at buf[r] on to a goroutine.
+func (v *volReader) readAhead(minLen int) {
+	v.ahead = startReadAhead(v.s, minLen, v.buf[:cap(v.buf)], v.r, v.w, v.off)
+	v.buf, v.r, v.w = nil, 0, 0
+}
+
+// fillAhead is fill from the read-ahead's chunks. A chunk holds whole
+// records, so the bytes left of one are a record cut short by the end of
+// the data (sent again by the next chunk, after a retry) or by an error.
+func (v *volReader) fillAhead(n int) bool {
+	for v.w-v.r < n {
+		switch {
+		case v.err != nil:
+			return false
+		case v.chunkErr != nil:
+			v.err = &FormatError{File: v.s.path, Off: v.off + int64(v.w-v.r), Msg: "read: " + v.chunkErr.Error()}
+			return false
+		case v.chunkEnd:
+			if v.eof {
+				return false
+			}
+			// asked again after the end: the writer may have appended
+			v.ahead.retry <- struct{}{}
+		case v.r < v.w:
+			// a record length out of range: the caller reports it
+			return false
+		}
+		if v.buf != nil {
+			select {
+			case v.ahead.free <- v.buf[:cap(v.buf)]:
+			default:
+			}
+		}
+		c := <-v.ahead.chunks
+		v.buf, v.r, v.w, v.off = c.b, 0, len(c.b), c.off
+		v.chunkEnd, v.chunkErr, v.eof = c.end, c.err, c.end
+	}
+	return true
 }
 
 // fill makes at least n bytes available at buf[r:]; false at the end of the
 // data (or on a read error, kept in v.err). The buffer only grows while it is
 // full of data, so its size stays within twice the data present.
 func (v *volReader) fill(n int) bool {
+	if v.ahead != nil {
+		return v.fillAhead(n)
+	}
 	for v.w-v.r < n {
 		if v.eof || v.err != nil {
 			return false
@@ -174,7 +231,7 @@ func (r *Reader) Next() bool {
 		// end of this volume
 		st := r.a.state()
 		if r.vi+1 < len(st.vols) {
-			r.vol.s.Close()
+			r.vol.close()
 			r.vol = nil
 			r.vi++
 			r.start = 0
@@ -193,7 +250,7 @@ func (r *Reader) open(vf volumeFile) error {
 	v := &volReader{s: s, num: vf.num}
 	if r.vol != nil {
 		v.buf = r.vol.buf[:cap(r.vol.buf)] // reuse the window
-		r.vol.s.Close()
+		r.vol.close()
 	}
 	r.vol = v
 	lsz := labelSize(r.version)
@@ -217,6 +274,7 @@ func (r *Reader) open(vf volumeFile) error {
 			return fmt.Errorf("%s: seek to %d: %w", vf.path, r.start, err)
 		}
 	}
+	v.readAhead(r.hdrSize + 4)
 	return nil
 }
 
@@ -644,7 +702,7 @@ func (r *Reader) Err() error { return r.err }
 func (r *Reader) Close() error {
 	r.closed = true
 	if r.vol != nil {
-		err := r.vol.s.Close()
+		err := r.vol.close()
 		r.vol = nil
 		return err
 	}
