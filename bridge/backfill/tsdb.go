@@ -1,39 +1,34 @@
 package backfill
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
 )
 
 // blockRange is the time range of the blocks written: Prometheus's default
 // (2 h), aligned, as promtool's backfill writes them.
 const blockRange = 2 * time.Hour
 
-// maxSamplesInAppender bounds the samples held before a commit.
-const maxSamplesInAppender = 5000
-
 // TSDBSink writes samples into Prometheus TSDB blocks in a directory (one
 // block per aligned 2 h window that has samples), ready to be moved into a
-// Prometheus data directory. Samples must come in time order.
+// Prometheus data directory. Samples must come in time order. The blocks are
+// those tsdb.BlockWriter writes (see blockWriter), without linking package
+// tsdb.
 type TSDBSink struct {
-	dir     string
-	logger  *slog.Logger
-	w       *tsdb.BlockWriter
-	app     storage.Appender
-	ctx     context.Context
-	window  int64 // start (ms) of the current block window
-	pending int
-	blocks  int
-	b       labels.ScratchBuilder
-	// per series, by Series.ID: the reference in the current block
-	// writer (0: none yet) and the label set
-	refs  []storage.SeriesRef
+	dir    string
+	logger *slog.Logger
+	w      *blockWriter // of the current window; nil before the first sample
+	window int64        // start (ms) of the current block window
+	blocks int
+	b      labels.ScratchBuilder
+	// per series, by Series.ID: the series in the current block (nil:
+	// none yet) and the label set
+	cur   []*blockSeries
 	lsets []labels.Labels
 }
 
@@ -42,11 +37,12 @@ func NewTSDBSink(dir string, logger *slog.Logger) *TSDBSink {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &TSDBSink{dir: dir, logger: logger, ctx: context.Background(), window: -1}
+	return &TSDBSink{dir: dir, logger: logger, window: -1}
 }
 
-// Write appends samples; it returns how many were rejected by the TSDB (out
-// of order or duplicate timestamps of a series), with the first error.
+// Write appends samples; it returns how many were refused as the TSDB head
+// refuses them (older than the series' last sample, or at its timestamp
+// with another value), with the first error.
 func (s *TSDBSink) Write(batch []Sample) (rejected int, err error) {
 	rangeMs := blockRange.Milliseconds()
 	var first error
@@ -56,23 +52,20 @@ func (s *TSDBSink) Write(batch []Sample) (rejected int, err error) {
 		if smp.T < 0 && smp.T%rangeMs != 0 {
 			win -= rangeMs
 		}
-		if win != s.window {
+		if win != s.window || s.w == nil {
 			if err := s.flush(); err != nil {
 				return rejected, err
 			}
-			w, err := tsdb.NewBlockWriter(s.logger, s.dir, 2*rangeMs)
-			if err != nil {
-				return rejected, fmt.Errorf("tsdb: %w", err)
-			}
-			s.w, s.window = w, win
-			s.app = w.Appender(s.ctx)
-			clear(s.refs)
+			// The BlockWriter's head has twice the block range as
+			// chunk range.
+			s.w, s.window = newBlockWriter(2*rangeMs), win
+			clear(s.cur)
 		}
 		id := smp.Series.ID
 		if id >= len(s.lsets) {
 			n := max(id+1, 2*len(s.lsets))
 			s.lsets = append(s.lsets, make([]labels.Labels, n-len(s.lsets))...)
-			s.refs = append(s.refs, make([]storage.SeriesRef, n-len(s.refs))...)
+			s.cur = append(s.cur, make([]*blockSeries, n-len(s.cur))...)
 		}
 		lset := s.lsets[id]
 		if lset.IsEmpty() {
@@ -84,22 +77,20 @@ func (s *TSDBSink) Write(batch []Sample) (rejected int, err error) {
 			lset = s.b.Labels()
 			s.lsets[id] = lset
 		}
-		ref, err := s.app.Append(s.refs[id], lset, smp.T, smp.V)
+		ser := s.cur[id]
+		if ser == nil {
+			ser, err = s.w.seriesFor(lset)
+		}
+		if err == nil {
+			s.cur[id] = ser
+			err = s.w.append(ser, smp.T, smp.V)
+		}
 		if err != nil {
 			rejected++
 			if first == nil {
 				first = fmt.Errorf("%s at %d: %w", lset.String(), smp.T, err)
 			}
-			continue
-		}
-		s.refs[id] = ref
-		s.pending++
-		if s.pending >= maxSamplesInAppender {
-			if err := s.app.Commit(); err != nil {
-				return rejected, fmt.Errorf("tsdb: commit: %w", err)
-			}
-			s.app = s.w.Appender(s.ctx)
-			s.pending = 0
+			err = nil
 		}
 	}
 	return rejected, first
@@ -109,17 +100,14 @@ func (s *TSDBSink) flush() error {
 	if s.w == nil {
 		return nil
 	}
-	defer func() {
-		s.w.Close()
-		s.w = nil
-	}()
-	if err := s.app.Commit(); err != nil {
-		return fmt.Errorf("tsdb: commit: %w", err)
-	}
-	s.pending = 0
-	id, err := s.w.Flush(s.ctx)
+	w := s.w
+	s.w = nil
+	id, err := w.flush(s.dir, s.logger)
 	if err != nil {
 		return fmt.Errorf("tsdb: writing a block: %w", err)
+	}
+	if id == (ulid.ULID{}) {
+		return nil
 	}
 	s.blocks++
 	s.logger.Debug("block written", "ulid", id.String(), "window", time.UnixMilli(s.window).UTC())
