@@ -1,6 +1,12 @@
 package archive
 
-import "io"
+import (
+	"io"
+	"sync/atomic"
+)
+
+// aheadStarted counts the read-aheads started (tests).
+var aheadStarted atomic.Int64
 
 // readAhead reads a volume in a goroutine of its own, a few chunks ahead of
 // the decoding: the copy out of the page cache (or the decompression)
@@ -36,6 +42,11 @@ type chunk struct {
 // aheadChunks bounds the chunks read ahead of the decoder.
 const aheadChunks = 2
 
+// chunkSize is the size of the chunks read ahead (more for a record that
+// does not fit): smaller than the volume readers' window (minWindow), as
+// several are in flight.
+func chunkSize() int { return min(minWindow, 256<<10) }
+
 // startReadAhead reads s from offset off; buf[r:w] holds the bytes already
 // read from there, and buf becomes the goroutine's.
 func startReadAhead(s *stream, minLen int, buf []byte, r, w int, off int64) *readAhead {
@@ -48,13 +59,14 @@ func startReadAhead(s *stream, minLen int, buf []byte, r, w int, off int64) *rea
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	if len(buf) < minWindow {
-		nb := make([]byte, minWindow)
+	if len(buf) < chunkSize() {
+		nb := make([]byte, chunkSize())
 		w = copy(nb, buf[r:w])
 		buf = nb
 	} else {
 		w = copy(buf, buf[r:w])
 	}
+	aheadStarted.Add(1)
 	go a.run(buf, w, off)
 	return a
 }
@@ -136,7 +148,7 @@ func (a *readAhead) run(buf []byte, w int, off int64) {
 			case <-a.quit:
 				return
 			}
-			buf = a.buffer(max(minWindow, 2*len(tail)))
+			buf = a.buffer(max(chunkSize(), 2*len(tail)))
 			w, off = copy(buf, tail), off+int64(p)
 		case p == 0:
 			// full, and no whole record in it yet: a larger buffer
@@ -144,7 +156,7 @@ func (a *readAhead) run(buf []byte, w int, off int64) {
 			copy(nb, buf[:w])
 			buf = nb
 		default:
-			nb := a.buffer(max(minWindow, 2*(w-p)))
+			nb := a.buffer(max(chunkSize(), 2*(w-p)))
 			n := copy(nb, buf[p:w])
 			if !a.send(chunk{b: buf[:p], off: off}) {
 				return

@@ -47,7 +47,14 @@ type volReader struct {
 	ahead    *readAhead
 	chunkEnd bool  // the chunk ends with the data present
 	chunkErr error // reading after the chunk failed
+	reads    int   // reads made here, before any read-ahead
 }
+
+// aheadAfter is the number of reads a volume reader makes itself before it
+// starts reading ahead: readers that stop soon (the probes of a replay,
+// positioning's scans) start no goroutine and allocate no chunks. A
+// variable for tests.
+var aheadAfter = 2
 
 // close stops the read-ahead and closes the file.
 func (v *volReader) close() error {
@@ -127,6 +134,7 @@ func (v *volReader) fill(n int) bool {
 		}
 		m, err := v.s.r.Read(v.buf[v.w:])
 		v.w += m
+		v.reads++
 		if err == io.EOF {
 			v.eof = true
 		} else if err != nil {
@@ -274,13 +282,15 @@ func (r *Reader) open(vf volumeFile) error {
 			return fmt.Errorf("%s: seek to %d: %w", vf.path, r.start, err)
 		}
 	}
-	v.readAhead(r.hdrSize + 4)
 	return nil
 }
 
 // read decodes the next record of the current volume; false at its end.
 func (r *Reader) read() (bool, error) {
 	v := r.vol
+	if v.ahead == nil && v.reads >= aheadAfter && !v.eof {
+		v.readAhead(r.hdrSize + 4) // at a record's start
+	}
 	if !v.fill(4) {
 		return false, v.err
 	}
