@@ -26,21 +26,7 @@ func denseIndex(t *testing.T, base string, every int) string {
 		t.Fatal(err)
 	}
 	v := a.Label().Version
-	dir := t.TempDir()
-	files, err := filepath.Glob(base + ".*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := filepath.Base(base)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dense := copyArchive(t, base, t.TempDir())
 	ib, err := os.ReadFile(base + ".index")
 	if err != nil {
 		t.Fatal(err)
@@ -95,10 +81,10 @@ func denseIndex(t *testing.T, base string, every int) string {
 	if n < 2 {
 		t.Fatalf("%s: only %d index entries written", base, n)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name+".index"), out, 0o644); err != nil {
+	if err := os.WriteFile(dense+".index", out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(dir, name)
+	return dense
 }
 
 // recordTimes returns the time of every record of the archives, sorted.
