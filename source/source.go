@@ -80,9 +80,12 @@ func EpochOf(src Source) uint64 {
 type Source interface {
 	// Metrics returns the metadata of every metric known now, in name order.
 	Metrics() []Metric
-	// Instances returns the instances of an instance domain known now
-	// (for an archive: at the current replay position, or at its end before
-	// the first fetch), in instance id order.
+	// Instances returns the instances of an instance domain known now, in
+	// instance id order. For an archive replay that is every instance the
+	// archives list for the domain at any time (the union, as
+	// pmGetInDomArchive gives it; an id reused under another name keeps
+	// its first name, as pmrep labels it): a fetch answers the instances
+	// present at its time.
 	Instances(indom semantics.InDom) []Instance
 	// Fetch fills res with the values of the given metrics at time t, one
 	// ValueSet per PMID in the given order. Live sources ignore t and use the
