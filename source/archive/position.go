@@ -22,13 +22,18 @@ import (
 // bounded or the archive's start is reached. The search never goes past
 // the archive's start: a multi-archive timeline has a <mark> there.
 //
-// This answers what applying every record from the archive's start up to
-// tReq would, provided time does not go back from one stretch read to the
-// next (within a stretch it may: the stretch is applied in file order, as
-// the full scan does). A record of an earlier stretch at or after tReq, or
-// later than a record already applied, breaks that premise: the
-// positioning then starts over from the archive's start. Records before
-// the stretches read are not read at all, as libpcp does not read them.
+// In an archive whose record times never decrease in the file (what
+// pmlogger writes) this answers what applying every record from the
+// archive's start up to tReq would. Where time goes back, the stretches
+// read are checked: a record of an earlier stretch at or after tReq, or
+// later than a record already applied, makes the positioning start over
+// from the archive's start. Records before the stretches read are not
+// read at all, as libpcp does not read them: a record there later than the
+// ones read (or after tReq) is not seen, where the full scan would see it.
+// Index entries in compressed volumes are not used (their offsets cannot
+// be checked, and reaching them decompresses the volume from its start
+// anyway); a stretch whose records end before the next entry (an entry not
+// at a record) makes the positioning start over too.
 func (r *Replay) position(t time.Time, tReq float64) error {
 	r.feed.keep = r.followed()
 	ai := r.feed.archiveAt(t)
@@ -113,6 +118,11 @@ func (r *Replay) entriesBefore(ai int, t time.Time) []IndexEntry {
 		if vi < 0 || vi < lastVI || (vi == lastVI && e.DataOff <= lastOff) {
 			continue
 		}
+		if compressionOf(st.vols[vi].path) != "" {
+			// reaching the entry decompresses the volume from its start
+			// anyway, and its offset cannot be checked (see recordAt)
+			continue
+		}
 		out = append(out, e)
 		lastVI, lastOff = vi, e.DataOff
 	}
@@ -175,9 +185,11 @@ func (r *Replay) scanStretch(ai int, ents []IndexEntry, lo, hi int, tReq float64
 	}
 	endOff := ents[hi].DataOff
 	least := *minLater
+	reached := false
 	for rd.Next() {
 		rec := rd.Record()
 		if rd.vi > endVI || (rd.vi == endVI && rec.Off >= endOff) {
+			reached = true
 			break
 		}
 		tThis := r.secs(rec.Time)
@@ -190,6 +202,10 @@ func (r *Replay) scanStretch(ai int, ents []IndexEntry, lo, hi int, tReq float64
 	}
 	if err := rd.Err(); err != nil {
 		return false, err
+	}
+	if !reached {
+		// the records end before entry hi: an entry lo not at a record
+		return false, nil
 	}
 	*minLater = least
 	return true, nil

@@ -1,11 +1,14 @@
 package archive
 
 import (
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -203,6 +206,24 @@ func TestReplayPositionMatchesFullScan(t *testing.T) {
 			vs = append(vs, variant{fmt.Sprintf("live record %d %s (entry every record)", k, mode), []string{denseIndex(t, base, 1)}})
 		}
 	}
+	// volumes compressed: their index entries are not used
+	for _, arch := range []string{"archives/live/live", "archives/multivol/multivol"} {
+		base := denseIndex(t, filepath.Join(corpus, arch), 1)
+		vols, err := filepath.Glob(base + ".[0-9]")
+		if err != nil || len(vols) == 0 {
+			t.Fatalf("%s: volumes %v, %v", base, vols, err)
+		}
+		for i, v := range vols {
+			if i == len(vols)-1 && len(vols) > 1 {
+				break // the last one plain, as pmlogger_daily leaves it
+			}
+			compressFile(t, v, v+".gz", func(w io.Writer) (io.WriteCloser, error) { return gzip.NewWriter(w), nil })
+			if err := os.Remove(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		vs = append(vs, variant{arch + " (entry every record, volumes gzipped but the last)", []string{base}})
+	}
 	parts := filepath.Join(corpus, "archives/marks/parts")
 	vs = append(vs, variant{"marks parts (entry every record)", []string{
 		denseIndex(t, filepath.Join(parts, "part_a"), 1), denseIndex(t, filepath.Join(parts, "part_b"), 1)}})
@@ -248,5 +269,59 @@ func TestReplayPositionMatchesFullScan(t *testing.T) {
 	}
 	if restarts == 0 {
 		t.Error("no positioning ever started over from the archive's start: the restamped archives do not exercise it")
+	}
+}
+
+// TestReplayFailedFirstFetch: a first fetch whose positioning fails (a
+// corrupt record on the way) leaves no reader or goroutine behind, and a
+// retry fails the same way.
+func TestReplayFailedFirstFetch(t *testing.T) {
+	base := copyArchive(t, filepath.Join(corpus, "archives/live/live"), t.TempDir())
+	times := recordTimes(t, []string{base})
+	vb, err := os.ReadFile(base + ".0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []int
+	for pos := int(be32(vb)); pos+16 <= len(vb); pos += int(be32(vb[pos:])) {
+		recs = append(recs, pos)
+	}
+	put32(vb, recs[21]-4, 12345) // record 20's trailer
+	if err := os.WriteFile(base+".0", vb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, full := range []bool{false, true} {
+		a, err := Open(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp, err := NewReplay([]*Archive{a}, ReplayOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp.fullScan = full
+		var pmids []semantics.PMID
+		for _, m := range rp.Metrics() {
+			pmids = append(pmids, m.Desc.PMID)
+		}
+		var res source.Result
+		g0 := runtime.NumGoroutine()
+		var first string
+		for k := 0; k < 5; k++ {
+			err := rp.Fetch(times[len(times)-5], pmids, &res)
+			if err == nil || !strings.Contains(err.Error(), "trailer") {
+				t.Fatalf("full scan %v: fetch %d: %v, want the corrupt trailer", full, k, err)
+			}
+			if k == 0 {
+				first = err.Error()
+			} else if err.Error() != first {
+				t.Errorf("full scan %v: retry %d: %v, first %s", full, k, err, first)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // goroutines told to stop have
+		if g := runtime.NumGoroutine(); g > g0 {
+			t.Errorf("full scan %v: %d goroutines after 5 failed first fetches, %d before", full, g, g0)
+		}
+		rp.Close()
 	}
 }

@@ -1,6 +1,8 @@
 package archive
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,9 +39,10 @@ func readTrace(t *testing.T, base string) string {
 // TestReadAheadAsDirect: reading ahead in a goroutine, in chunks of whole
 // records, reads what the reader reads by itself, and ends the same way:
 // every corpus volume whole, cut inside and at the end of each of its
-// records (the end of the data: a partial last record), and with each
-// record's length out of range (an error at that offset); chunks of 256
-// bytes, so that most records need a larger one.
+// records (the end of the data: a partial last record), with each record's
+// length out of range (an error at that offset), and gzipped then cut (a
+// read error after the last bytes decompressed); chunks of 256 bytes, so
+// that most records need a larger one.
 func TestReadAheadAsDirect(t *testing.T) {
 	defer func(w, a int) { minWindow, aheadAfter = w, a }(minWindow, aheadAfter)
 	minWindow = 256
@@ -90,6 +93,24 @@ func TestReadAheadAsDirect(t *testing.T) {
 				n++
 			}
 		}
+		// the volume gzipped and cut short: the decompressor returns its
+		// last bytes with the error, whose whole records come first
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		zw.Write(b)
+		zw.Close()
+		if err := os.Remove(vol); err != nil {
+			t.Fatal(err)
+		}
+		zb := z.Bytes()
+		for cut := len(zb) / 3; cut < len(zb); cut += max(1, len(zb)/20) {
+			if err := os.WriteFile(vol+".gz", zb[:cut], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			compare(fmt.Sprintf("%s gzipped, cut at %d of %d", arch, cut, len(zb)), base)
+			n++
+		}
+		os.Remove(vol + ".gz")
 		if err := os.WriteFile(vol, b, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -138,8 +138,9 @@ func (v *volReader) fill(n int) bool {
 		if err == io.EOF {
 			v.eof = true
 		} else if err != nil {
+			// a decompressor returns the last bytes it could with the
+			// error: the whole records among them are read first
 			v.err = &FormatError{File: v.s.path, Off: v.off + int64(v.w-v.r), Msg: "read: " + err.Error()}
-			return false
 		}
 	}
 	return true
@@ -256,10 +257,6 @@ func (r *Reader) open(vf volumeFile) error {
 		return err
 	}
 	v := &volReader{s: s, num: vf.num}
-	if r.vol != nil {
-		v.buf = r.vol.buf[:cap(r.vol.buf)] // reuse the window
-		r.vol.close()
-	}
 	r.vol = v
 	lsz := labelSize(r.version)
 	if !v.fill(lsz) {
@@ -288,7 +285,7 @@ func (r *Reader) open(vf volumeFile) error {
 // read decodes the next record of the current volume; false at its end.
 func (r *Reader) read() (bool, error) {
 	v := r.vol
-	if v.ahead == nil && v.reads >= aheadAfter && !v.eof {
+	if v.ahead == nil && v.reads >= aheadAfter && !v.eof && v.err == nil {
 		v.readAhead(r.hdrSize + 4) // at a record's start
 	}
 	if !v.fill(4) {

@@ -387,6 +387,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 	seenMark := false
 	if !r.fetched {
 		if err := r.position(t, tReq); err != nil {
+			r.reset() // the feed and the bounds of the failed attempt
 			return err
 		}
 		for _, pm := range pms {
