@@ -42,8 +42,8 @@ type volReader struct {
 	off  int64 // file offset of buf[r]
 	eof  bool
 	err  error
-	// reading in a goroutine (see readAhead), once the label is read and
-	// the first record found: buf is then the chunk being decoded
+	// reading in a goroutine (see readAhead), from a record's start once
+	// aheadAfter reads were made here: buf is then the chunk being decoded
 	ahead    *readAhead
 	chunkEnd bool  // the chunk ends with the data present
 	chunkErr error // reading after the chunk failed
