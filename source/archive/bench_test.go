@@ -3,6 +3,7 @@ package archive
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -153,4 +154,46 @@ func replayAll(b *testing.B, a *Archive, pmids []semantics.PMID) int {
 		}
 	}
 	return vals
+}
+
+// TestOpenAndEndReadLittle: Open checks the first volume's label and End
+// reads from the last index entry on; neither allocates a read window for
+// the rest of the volume (live.0 is 430 kB; the window is set larger).
+func TestOpenAndEndReadLittle(t *testing.T) {
+	defer func(n int) { minWindow = n }(minWindow)
+	minWindow = 4 << 20
+	for _, name := range []string{"live", "live_v3"} {
+		path := filepath.Join(corpus, "archives/live", name)
+		var a *Archive
+		open := allocBytes(func() {
+			var err error
+			if a, err = Open(path); err != nil {
+				t.Fatal(err)
+			}
+		})
+		meta, _ := os.Stat(path + ".meta")
+		if limit := 3*meta.Size() + 64<<10; open > limit {
+			t.Errorf("%s: Open allocated %d bytes, want at most %d (3 x .meta + 64 KiB)", name, open, limit)
+		}
+		end := allocBytes(func() {
+			if _, err := a.End(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if end > 64<<10 {
+			t.Errorf("%s: End allocated %d bytes, want at most 64 KiB", name, end)
+		}
+		// a reader of the whole volume still reads in windows of minWindow
+		// bytes or of the whole file
+		recs, _ := readAllValues(t, a)
+		t.Logf("%s: Open %d bytes, End %d bytes; %d records", name, open, end, recs)
+	}
+}
+
+func allocBytes(f func()) int64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return int64(after.TotalAlloc - before.TotalAlloc)
 }

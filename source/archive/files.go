@@ -196,6 +196,13 @@ func (s *stream) Close() error { return s.close() }
 // readAll reads a whole (small) file: .meta and .index. The allocation is
 // bounded by the data actually present.
 func readAll(path string) ([]byte, error) {
+	if compressionOf(path) == "" {
+		b, err := os.ReadFile(path) // one read, sized by the file
+		if err != nil {
+			return b, fmt.Errorf("%s: %w", path, err)
+		}
+		return b, nil
+	}
 	s, err := openStream(path)
 	if err != nil {
 		return nil, err

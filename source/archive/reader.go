@@ -124,7 +124,7 @@ func (v *volReader) fill(n int) bool {
 		if v.w == len(v.buf) {
 			sz := 2 * len(v.buf)
 			if sz < minWindow {
-				sz = minWindow
+				sz = max(sz, v.firstWindow())
 			}
 			nb := make([]byte, sz)
 			copy(nb, v.buf[v.r:v.w])
@@ -144,6 +144,21 @@ func (v *volReader) fill(n int) bool {
 		}
 	}
 	return true
+}
+
+// firstWindow is the size of a buffer growing up to minWindow: a plain
+// file's data left when it is less (the end of the data, from an index
+// entry near it), minWindow otherwise. The buffer doubles from there if the
+// file grows.
+func (v *volReader) firstWindow() int {
+	if v.s.plain {
+		if fi, err := v.s.f.Stat(); err == nil {
+			if left := fi.Size() - v.off - int64(v.w-v.r); left < int64(minWindow) {
+				return int(max(left, 1))
+			}
+		}
+	}
+	return minWindow
 }
 
 // skip discards n bytes (a seek in a compressed stream, or in a plain file).
@@ -256,9 +271,11 @@ func (r *Reader) open(vf volumeFile) error {
 	if err != nil {
 		return err
 	}
-	v := &volReader{s: s, num: vf.num}
-	r.vol = v
 	lsz := labelSize(r.version)
+	// the label alone first: a reader that only checks it (Open) or
+	// seeks near the end (End) reads no more
+	v := &volReader{s: s, num: vf.num, buf: make([]byte, lsz)}
+	r.vol = v
 	if !v.fill(lsz) {
 		if v.err != nil {
 			return v.err
@@ -272,8 +289,10 @@ func (r *Reader) open(vf volumeFile) error {
 	if err := r.a.checkLabel(vf.path, l, int32(vf.num)); err != nil {
 		return err
 	}
-	v.r += lsz
+	// the window is sized at the first read of records (see firstWindow)
+	v.buf, v.r, v.w = nil, 0, 0
 	v.off = int64(lsz)
+	v.reads = 0 // the label's read is no sign of a long scan
 	if r.start > int64(lsz) {
 		if err := v.skip(r.start - int64(lsz)); err != nil {
 			return fmt.Errorf("%s: seek to %d: %w", vf.path, r.start, err)
