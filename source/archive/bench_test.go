@@ -73,6 +73,46 @@ func BenchmarkDecode(b *testing.B) {
 	b.ReportMetric(float64(vals)*float64(b.N)/b.Elapsed().Seconds(), "values/s")
 }
 
+// BenchmarkDecodeOnly reads every record of an archive restricted to the
+// metrics of the comparison with pmrep (bench/replay/metrics.txt), as a
+// replay of them does: the sets of the other metrics are only checked to be
+// where the previous record had them (see sameLayout).
+func BenchmarkDecodeOnly(b *testing.B) {
+	a, err := Open(benchArchive())
+	if err != nil {
+		b.Fatal(err)
+	}
+	list, err := os.ReadFile("../../bench/replay/metrics.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, n := range strings.Fields(string(list)) {
+		names[n] = true
+	}
+	want := map[semantics.PMID]bool{}
+	for _, m := range a.Metrics() {
+		if names[m.Name] {
+			want[m.Desc.PMID] = true
+		}
+	}
+	b.SetBytes(volumeBytes(b, a))
+	b.ReportAllocs()
+	sets := 0
+	for b.Loop() {
+		r := a.Records()
+		r.Only(func(p semantics.PMID) bool { return want[p] })
+		for r.Next() {
+			sets += len(r.Record().Sets)
+		}
+		if err := r.Err(); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+	b.ReportMetric(float64(sets)/float64(b.N), "sets/op")
+}
+
 // TestDecodeAllocations: reading a whole archive allocates a bounded number
 // of times (opening volumes and starting their read-ahead, growing reused
 // buffers), not per record or value.

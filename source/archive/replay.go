@@ -71,8 +71,10 @@ type Replay struct {
 	lastReq   float64
 	fetched   bool
 
-	applyAll   bool // tests: roll applies superseded value sets too
-	superseded int  // value sets roll skipped as superseded
+	applyAll   bool // tests: every record's value sets are applied
+	superseded int  // value sets skipped as superseded
+	// of which by searchForward moving the position
+	searchSuperseded int
 
 	// the first fetch's positioning (see position): rolling tracks the
 	// earliest record time it applies in rollMin while trackMin is set
@@ -651,7 +653,17 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 				break
 			}
 		}
-		r.updateBounds(w, tReq, true, &done, seenMark, nil)
+		// a record before tReq moves the position, as in roll: its sets
+		// that the next record repeats are superseded (see updateBounds).
+		// The search goes on past it: only a record at or after tReq (or
+		// a mark) ends a search, so the next record is applied right after.
+		var next []source.ValueSet
+		if probe == nil && i == 0 {
+			next = r.successor(w, direct, tReq)
+		}
+		skipped := r.superseded
+		r.updateBounds(w, tReq, true, &done, seenMark, next)
+		r.searchSuperseded += r.superseded - skipped
 		forget(w.t)
 		switch {
 		case probe != nil:
@@ -704,8 +716,9 @@ func (r *Replay) probeKeep(tReq, tFrom float64) func(semantics.PMID) bool {
 // updateBounds is libpcp's update_bounds for one record (forw: rolling or
 // searching forwards, else the initial positioning).
 //
-// Rolling, next holds the sets of the record applied right after this one
-// (see successor; tThis < tReq, tThis <= tNext <= tReq, not a mark): a set
+// Moving the position (roll, or searchForward at the position), next holds
+// the sets of the record applied right after this one (see successor;
+// tThis < tReq, tThis <= tNext <= tReq, not a mark): a set
 // of this record whose metric and instances all come again in next is
 // skipped, as next leaves every such instance c as it would after both:
 //   - c.tPrior in (tThis, tReq]: this record changes nothing;

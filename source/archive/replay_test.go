@@ -406,14 +406,15 @@ func TestReplaySmallReadBuffer(t *testing.T) {
 	}
 }
 
-// TestReplaySupersededSets: rolling forward skips the value sets of a
-// record that the next record repeats (same metric, same instances); the
+// TestReplaySupersededSets: moving the position forward (rolling, or
+// searching forward from the position) skips the value sets of a record
+// that the next record repeats (same metric, same instances); the
 // replay must answer exactly as when it applies every record, for every
 // corpus archive at intervals shorter and longer than the logging
 // intervals, at several offsets, with both rules, and around the records
 // TestReplayWindowIsOnlyMemory restamps (time going back, equal times).
 func TestReplaySupersededSets(t *testing.T) {
-	skipped := 0
+	skipped, searchSkipped := 0, 0
 	check := func(a *Archive, arch string, ivs, offs []float64) {
 		var roots []string
 		for _, m := range a.Metrics() {
@@ -431,6 +432,7 @@ func TestReplaySupersededSets(t *testing.T) {
 						rp.applyAll = applyAll
 						got := replayRowsFrom(t, rp, iv, off, roots)
 						skipped += rp.superseded
+						searchSkipped += rp.searchSuperseded
 						return got
 					}
 					want, got := rows(true), rows(false)
@@ -467,8 +469,8 @@ func TestReplaySupersededSets(t *testing.T) {
 			check(restampedLive(t, k, mode), fmt.Sprintf("live record %d %s", k, mode), []float64{0.7, 2.1}, []float64{0.25})
 		}
 	}
-	if skipped == 0 {
-		t.Fatal("no value set was ever skipped as superseded")
+	if skipped == 0 || searchSkipped == 0 {
+		t.Fatalf("value sets skipped as superseded: %d, by searchForward: %d; want both > 0", skipped, searchSkipped)
 	}
-	t.Logf("%d archives, %d value sets skipped as superseded", len(archs), skipped)
+	t.Logf("%d archives, %d value sets skipped as superseded, %d of them by searchForward", len(archs), skipped, searchSkipped)
 }
