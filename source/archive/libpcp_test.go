@@ -1,0 +1,159 @@
+package archive
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+)
+
+// libpcpGroups are the logging groups of TestReplayMatchesLibpcp: every
+// metric of the linux PMDA at 100 ms (instance domains that change,
+// counters of every width, strings), some again in a slower group, and a
+// group logged once, so that records differ in which metrics they hold and
+// the searches for bounds reach far. Each group lists name prefixes and
+// the PMDA domains kept (pminfo -m): other PMDAs under the same names may
+// take seconds to answer a fetch.
+var libpcpGroups = []struct {
+	every    string
+	prefixes []string
+	domains  []string
+}{
+	{"100 msec", []string{"kernel", "mem", "disk", "network", "filesys"}, []string{"60"}},
+	{"700 msec", []string{"swap", "pmcd.pdu_in", "pmcd.pdu_out", "pmcd.control", "kernel.all.load"}, []string{"60", "2"}},
+	{"once", []string{"hinv", "pmcd.pid", "pmcd.version"}, []string{"60", "2"}},
+}
+
+// TestReplayMatchesLibpcp records an archive with the real pmlogger from
+// the real pmcd and replays it against the installed libpcp (PCP 6.0.3: the
+// prior rule) through the corpus's tools/pmfetch_interp.py: every metric,
+// at intervals shorter and longer than the logging intervals and at offsets
+// between records, must give exactly libpcp's rows. The corpus archives are
+// small and hand-made; this one has the shapes of a real host (hundreds of
+// metrics, large instance domains, several logging groups, strings).
+//
+// PCPX_LIBPCP_ARCHIVE names an existing archive to check instead (for
+// example W2, bench/decode/record-w2.sh).
+func TestReplayMatchesLibpcp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records an archive with pmlogger")
+	}
+	paths := e2e.Require(t, "pmlogger", "pminfo")
+	py := "/usr/bin/python3"
+	if out, err := exec.Command(py, "-c", "import cpmapi").CombinedOutput(); err != nil {
+		if e2e.Mandatory() {
+			t.Fatalf("python3-pcp: %v\n%s", err, out)
+		}
+		t.Skipf("python3-pcp not installed: %v", err)
+	}
+	arch := os.Getenv("PCPX_LIBPCP_ARCHIVE")
+	if arch == "" {
+		arch = recordArchive(t, paths[0], paths[1], libpcpConfig(t, paths[1]), 5*time.Second)
+	}
+	a, err := Open(arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roots []string
+	for _, m := range a.Metrics() {
+		roots = append(roots, m.Name)
+	}
+	tool := filepath.Join(corpus, "tools/pmfetch_interp.py")
+	rows := 0
+	for _, c := range []struct{ interval, offset float64 }{
+		{0.1, 0}, {0.37, 0.05}, {1, 0.55}, {2.5, 1.23},
+	} {
+		out := filepath.Join(t.TempDir(), "libpcp.csv")
+		f, err := os.Create(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(py, tool, "-a", arch, "-t", fmt.Sprint(c.interval), "-S", fmt.Sprint(c.offset))
+		cmd.Env = append(os.Environ(), "TZ=UTC", "PCP_DERIVED_CONFIG=", "LC_ALL=C.UTF-8")
+		var stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = f, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("pmfetch_interp.py -t %g -S %g: %v\n%s", c.interval, c.offset, err, stderr.String())
+		}
+		f.Close()
+		want := expectedRows(t, out)
+		rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: semantics.InterpPrior})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := replayRowsFrom(t, rp, c.interval, c.offset, roots)
+		rp.Close()
+		if len(want) == 0 {
+			t.Fatalf("-t %g -S %g: libpcp gave no values", c.interval, c.offset)
+		}
+		if d := diffRows(want, got); d != "" {
+			t.Errorf("-t %g -S %g: %d rows from libpcp, %d replayed:%s", c.interval, c.offset, len(want), len(got), d)
+		}
+		rows += len(want)
+	}
+	t.Logf("%s: %d metrics, %d rows compared with libpcp", arch, len(roots), rows)
+}
+
+// recordArchive runs pmlogger with the configuration for d against the
+// local pmcd and returns the archive's base name.
+func recordArchive(t *testing.T, pmlogger, pminfo, config string, d time.Duration) string {
+	t.Helper()
+	if out, err := exec.Command(pminfo, "-f", "pmcd.version").CombinedOutput(); err != nil {
+		if e2e.Mandatory() {
+			t.Fatalf("pmcd is not answering (start it with /etc/init.d/pmcd start): %v\n%s", err, out)
+		}
+		t.Skipf("pmcd is not answering: %v", err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "pmlogger.config")
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	arch := filepath.Join(dir, "rec")
+	log := filepath.Join(dir, "pmlogger.log")
+	cmd := exec.Command(pmlogger, "-c", cfg, "-l", log, "-T", d.String(), arch)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b, _ := os.ReadFile(log)
+		t.Fatalf("pmlogger: %v\n%s\n%s", err, out, b)
+	}
+	return arch
+}
+
+// libpcpConfig writes libpcpGroups as a pmlogger configuration, listing
+// the metrics of each group that pminfo -m finds in its domains.
+func libpcpConfig(t *testing.T, pminfo string) string {
+	var b strings.Builder
+	for _, g := range libpcpGroups {
+		out, err := exec.Command(pminfo, append([]string{"-m"}, g.prefixes...)...).Output()
+		if err != nil {
+			t.Fatalf("pminfo -m %v: %v", g.prefixes, err)
+		}
+		n := 0
+		fmt.Fprintf(&b, "log mandatory on %s {\n", g.every)
+		for _, line := range strings.Split(string(out), "\n") {
+			// "name PMID 60.0.1"
+			f := strings.Fields(line)
+			if len(f) != 3 {
+				continue
+			}
+			for _, d := range g.domains {
+				if strings.HasPrefix(f[2], d+".") {
+					fmt.Fprintf(&b, "    %s\n", f[0])
+					n++
+					break
+				}
+			}
+		}
+		b.WriteString("}\n")
+		if n == 0 {
+			t.Fatalf("pminfo -m %v: no metric of domains %v", g.prefixes, g.domains)
+		}
+	}
+	return b.String()
+}
