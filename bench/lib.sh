@@ -5,6 +5,13 @@
 #                       warm-up run and sets MED_WALL (s, to the microsecond),
 #                       MED_CPU (user+sys s, to the centisecond)
 #                       and MED_RSS (max RSS, KiB) to the medians.
+# measure_side N CMD... runs single commands (plain words, no shell syntax)
+#                       in turns with bench/measure (no shell or time(1) in
+#                       between, so a fast command is not charged their start;
+#                       a machine whose speed drifts during the bench affects
+#                       every command alike) and sets the arrays WALL, CPU and
+#                       RSS (medians, by command); it builds bench/measure
+#                       into $MEASURE on first use.
 # W2_DIR                workload W2 (pmlogger, 186 MB), recorded by
 #                       bench/decode/record-w2.sh when absent (needs pcp).
 W2_DIR=${W2_DIR:-/tmp/pcpx-bench/w2}
@@ -30,6 +37,24 @@ measure() {
 	MED_CPU=$(awk '{print $2+$3}' "$tf.all" | median)
 	MED_RSS=$(awk '{print $4}' "$tf.all" | median)
 	rm -f "$tf" "$tf.all"
+}
+
+measure_side() {
+	local n=$1 c args=() words out w cpu rss
+	shift
+	if [[ ! -x ${MEASURE:?set MEASURE to where bench/measure is built} ]]; then
+		(cd "$(dirname "${BASH_SOURCE[0]}")/.." && CGO_ENABLED=0 go build -o "$MEASURE" ./bench/measure)
+	fi
+	for c in "$@"; do
+		[[ ${#args[@]} -gt 0 ]] && args+=(":::")
+		read -r -a words <<< "$c"
+		args+=("${words[@]}")
+	done
+	out=$("$MEASURE" -n "$n" -- "${args[@]}") || { echo "measure_side failed: $*" >&2; return 1; }
+	WALL=() CPU=() RSS=()
+	while read -r w cpu rss; do
+		WALL+=("$w") CPU+=("$cpu") RSS+=("$rss")
+	done <<< "$out"
 }
 
 need_w2() {
