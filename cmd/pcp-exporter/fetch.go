@@ -101,16 +101,21 @@ func init() {
 // selectMetrics expands metric names and subtrees (in argument order, each
 // subtree in name order) as PCP tools do; all metrics when none is given.
 func selectMetrics(metrics []source.Metric, args []string) ([]source.Metric, error) {
-	sorted := append([]source.Metric(nil), metrics...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	byName := func(i, j int) bool { return metrics[i].Name < metrics[j].Name }
+	sorted := metrics
+	if !sort.SliceIsSorted(metrics, byName) { // archives list theirs in order
+		sorted = append([]source.Metric(nil), metrics...)
+		sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	}
 	if len(args) == 0 {
-		return sorted, nil
+		return append([]source.Metric(nil), sorted...), nil
 	}
 	var out []source.Metric
 	for _, a := range args {
 		n := len(out)
+		prefix := a + "."
 		for _, m := range sorted {
-			if m.Name == a || strings.HasPrefix(m.Name, a+".") {
+			if m.Name == a || strings.HasPrefix(m.Name, prefix) {
 				out = append(out, m)
 			}
 		}

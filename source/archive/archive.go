@@ -349,21 +349,48 @@ func (a *Archive) contextLabels(m *meta) semantics.LabelSet {
 // indom < cluster < item).
 func (a *Archive) MetricLabels(d semantics.Desc) semantics.LabelSet {
 	m := a.state().meta
-	return a.metricLabels(m, d)
+	return a.metricLabels(m, d, nil)
 }
 
-func (a *Archive) metricLabels(m *meta, d semantics.Desc) semantics.LabelSet {
-	sets := []semantics.LabelSet{
-		a.contextLabels(m),
-		m.firstSet(semantics.LabelDomain, d.PMID.Domain()),
+// upperLabels identifies the levels of a metric's labels above its item
+// (context, domain, indom, cluster), which metrics share: the cluster is a
+// PMID with item 0, so it holds the domain.
+type upperLabels struct {
+	indom   semantics.InDom
+	cluster semantics.PMID
+}
+
+// metricLabels merges a metric's labels. memo (when not nil) keeps the
+// merged upper levels by upperLabels: most metrics of an archive share
+// them with others, and most have no item labels. Such sets are shared
+// between metrics, read-only; every set returned has its length as its
+// capacity, so that appending to one copies it.
+func (a *Archive) metricLabels(m *meta, d semantics.Desc, memo map[upperLabels]semantics.LabelSet) semantics.LabelSet {
+	cluster := semantics.NewPMID(d.PMID.Domain(), d.PMID.Cluster(), 0)
+	k := upperLabels{d.InDom, cluster}
+	upper, ok := memo[k]
+	if !ok {
+		sets := []semantics.LabelSet{
+			a.contextLabels(m),
+			m.firstSet(semantics.LabelDomain, d.PMID.Domain()),
+		}
+		if d.InDom != semantics.InDomNull {
+			sets = append(sets, m.firstSet(semantics.LabelInDom, uint32(d.InDom)))
+		}
+		sets = append(sets, m.firstSet(semantics.LabelCluster, uint32(cluster)))
+		upper = semantics.MergeLabels(sets...)
+		upper = upper[:len(upper):len(upper)]
+		if memo != nil {
+			memo[k] = upper
+		}
 	}
-	if d.InDom != semantics.InDomNull {
-		sets = append(sets, m.firstSet(semantics.LabelInDom, uint32(d.InDom)))
+	// a later set wins label by label, so merging the upper levels
+	// first and the item's over them is merging all five in order
+	if item := m.firstSet(semantics.LabelItem, uint32(d.PMID)); len(item) > 0 {
+		s := semantics.MergeLabels(upper, item)
+		return s[:len(s):len(s)]
 	}
-	sets = append(sets,
-		m.firstSet(semantics.LabelCluster, uint32(semantics.NewPMID(d.PMID.Domain(), d.PMID.Cluster(), 0))),
-		m.firstSet(semantics.LabelItem, uint32(d.PMID)))
-	return semantics.MergeLabels(sets...)
+	return upper
 }
 
 // InstanceLabels returns the instance labels (PM_LABEL_INSTANCES) of an
@@ -396,6 +423,7 @@ func (a *Archive) Metrics() []source.Metric {
 		}
 		sort.Strings(names)
 		out := make([]source.Metric, 0, len(names))
+		memo := map[upperLabels]semantics.LabelSet{}
 		for _, n := range names {
 			p := m.names[n]
 			d := m.descs[p].desc
@@ -404,7 +432,7 @@ func (a *Archive) Metrics() []source.Metric {
 				Desc:    d,
 				OneLine: m.texts[textKey{textOneLine | textPMID, uint32(p)}],
 				Help:    m.texts[textKey{textHelp | textPMID, uint32(p)}],
-				Labels:  a.metricLabels(m, d),
+				Labels:  a.metricLabels(m, d, memo),
 			})
 		}
 		st.metrics = out

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/csv"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -288,65 +289,172 @@ func TestMetadataMatchesPminfo(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer a.Close()
-			byName := map[string]source.Metric{}
-			for _, m := range a.Metrics() {
-				byName[m.Name] = m
+			checkMetadata(t, a, filepath.Join(corpus, mr[1]))
+		})
+	}
+}
+
+// checkMetadata compares Metrics and Instances of a with the output of
+// `pminfo -dmTtl` on it, in the file pminfoOut.
+func checkMetadata(t *testing.T, a *Archive, pminfoOut string) {
+	t.Helper()
+	byName := map[string]source.Metric{}
+	for _, m := range a.Metrics() {
+		byName[m.Name] = m
+	}
+	want := parsePminfo(t, pminfoOut)
+	seen := 0
+	for _, w := range want {
+		m, ok := byName[w.name]
+		if !ok {
+			if strings.HasPrefix(w.pmid, "511.0.") { // event.* of the PMNS, not in the archive
+				continue
 			}
-			want := parsePminfo(t, filepath.Join(corpus, mr[1]))
-			seen := 0
-			for _, w := range want {
-				m, ok := byName[w.name]
+			t.Errorf("%s: missing", w.name)
+			continue
+		}
+		seen++
+		d := m.Desc
+		indom := d.InDom.String()
+		units := d.Units.StringPCP6()
+		if units == "" {
+			units = "none"
+		}
+		help := m.Help
+		if help == "" {
+			help = m.OneLine
+		}
+		got := pminfoMetric{name: m.Name, pmid: d.PMID.String(), oneline: m.OneLine, help: help,
+			typ: pminfoType[d.Type], indom: indom, sem: d.Sem.String(), units: units,
+			labels: withoutCluster(m.Labels).String()}
+		if w.labels == "" {
+			got.labels = ""
+		}
+		g, ww := got, *w
+		g.insts, ww.insts = nil, nil
+		if fmt.Sprint(g) != fmt.Sprint(ww) {
+			t.Errorf("%s:\n got %+v\nwant %+v", w.name, g, ww)
+		}
+		if len(w.insts) > 0 {
+			insts := a.Instances(d.InDom)
+			for _, in := range insts {
+				key := fmt.Sprintf("[%d or %q]", in.ID, in.Name)
+				wl, ok := w.insts[key]
 				if !ok {
-					if strings.HasPrefix(w.pmid, "511.0.") { // event.* of the PMNS, not in the archive
-						continue
-					}
-					t.Errorf("%s: missing", w.name)
 					continue
 				}
-				seen++
-				d := m.Desc
-				indom := d.InDom.String()
-				units := d.Units.StringPCP6()
-				if units == "" {
-					units = "none"
+				gl := withoutCluster(semantics.MergeLabels(m.Labels, in.Labels)).String()
+				if gl != wl {
+					t.Errorf("%s %s: labels %s, want %s", w.name, key, gl, wl)
 				}
-				help := m.Help
-				if help == "" {
-					help = m.OneLine
-				}
-				got := pminfoMetric{name: m.Name, pmid: d.PMID.String(), oneline: m.OneLine, help: help,
-					typ: pminfoType[d.Type], indom: indom, sem: d.Sem.String(), units: units,
-					labels: withoutCluster(m.Labels).String()}
-				if w.labels == "" {
-					got.labels = ""
-				}
-				g, ww := got, *w
-				g.insts, ww.insts = nil, nil
-				if fmt.Sprint(g) != fmt.Sprint(ww) {
-					t.Errorf("%s:\n got %+v\nwant %+v", w.name, g, ww)
-				}
-				if len(w.insts) > 0 {
-					insts := a.Instances(d.InDom)
-					for _, in := range insts {
-						key := fmt.Sprintf("[%d or %q]", in.ID, in.Name)
-						wl, ok := w.insts[key]
-						if !ok {
-							continue
-						}
-						gl := withoutCluster(semantics.MergeLabels(m.Labels, in.Labels)).String()
-						if gl != wl {
-							t.Errorf("%s %s: labels %s, want %s", w.name, key, gl, wl)
-						}
-						delete(w.insts, key)
-					}
-					for k := range w.insts {
-						t.Errorf("%s: instance %s missing", w.name, k)
-					}
-				}
+				delete(w.insts, key)
 			}
-			if seen != len(byName) {
-				t.Errorf("%d metrics in the archive, pminfo shows %d", len(byName), seen)
+			for k := range w.insts {
+				t.Errorf("%s: instance %s missing", w.name, k)
 			}
-		})
+		}
+	}
+	if seen != len(byName) {
+		t.Errorf("%d metrics in the archive, pminfo shows %d", len(byName), seen)
+	}
+}
+
+// TestMetricLabelsShared: Metrics merges the levels above the item once per
+// (indom, cluster) and shares them between metrics; every metric
+// of every corpus archive must still get what merging its five levels
+// alone gives (MetricLabels). TestReplayMatchesLibpcp checks the same on a
+// pmlogger recording, whose metrics come from several domains, clusters
+// and indoms with labels of their own.
+func TestMetricLabelsShared(t *testing.T) {
+	n, labelled := 0, 0
+	err := filepath.WalkDir(filepath.Join(corpus, "archives"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !strings.HasSuffix(p, ".meta") {
+			return err
+		}
+		a, err := Open(strings.TrimSuffix(p, ".meta"))
+		if err != nil {
+			return nil // the corpus's broken archives
+		}
+		k, l := checkSharedLabels(t, a)
+		n, labelled = n+k, labelled+l
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if labelled == 0 {
+		t.Fatal("no metric with labels")
+	}
+	t.Logf("%d metrics, %d with labels", n, labelled)
+}
+
+// checkSharedLabels compares each metric's labels from Metrics with
+// MetricLabels; it returns the number of metrics and of those with labels.
+func checkSharedLabels(t *testing.T, a *Archive) (n, labelled int) {
+	t.Helper()
+	for _, m := range a.Metrics() {
+		want := a.MetricLabels(m.Desc)
+		if m.Labels.String() != want.String() {
+			t.Errorf("%s %s: labels %s, merged alone %s", a.Path(), m.Name, m.Labels, want)
+		}
+		if len(m.Labels) != cap(m.Labels) {
+			t.Errorf("%s %s: a shared label set with room to append", a.Path(), m.Name)
+		}
+		if len(m.Labels) > 0 {
+			labelled++
+		}
+		n++
+	}
+	return n, labelled
+}
+
+// TestMetricLabelsLevels: metrics that share a domain but not a cluster,
+// an indom, or item labels get their own labels (neither the corpus nor a
+// pmlogger recording of the linux PMDA has cluster labels).
+func TestMetricLabelsLevels(t *testing.T) {
+	m := newMeta()
+	lab := func(typ semantics.LabelType, ident uint32, name, value string) {
+		m.labels[labelKey{typ, ident}] = []labelRec{{sets: []instLabels{{labels: semantics.LabelSet{{Name: name, Value: value, Flags: typ}}}}}}
+	}
+	indom := semantics.InDom(29<<22 | 1)
+	metrics := []struct {
+		name    string
+		cluster uint32
+		indom   semantics.InDom
+		want    string
+	}{
+		{"a.c0.x", 0, semantics.InDomNull, `{"agent":"d29","c":"zero","hostname":"h"}`},
+		{"a.c0.y", 0, semantics.InDomNull, `{"agent":"d29","c":"zero","hostname":"h","item":"y"}`},
+		{"a.c0.z", 0, indom, `{"agent":"d29","c":"zero","hostname":"h","i":"one"}`},
+		{"a.c1.x", 1, semantics.InDomNull, `{"agent":"d29","c":"one","hostname":"h"}`},
+		{"a.c1.z", 1, indom, `{"agent":"d29","c":"one","hostname":"h","i":"one"}`},
+		{"a.c2.x", 2, semantics.InDomNull, `{"agent":"d29","hostname":"h"}`},
+	}
+	lab(semantics.LabelContext, uint32(semantics.InDomNull), "hostname", `"h"`)
+	lab(semantics.LabelDomain, 29, "agent", `"d29"`)
+	lab(semantics.LabelCluster, uint32(semantics.NewPMID(29, 0, 0)), "c", `"zero"`)
+	lab(semantics.LabelCluster, uint32(semantics.NewPMID(29, 1, 0)), "c", `"one"`)
+	lab(semantics.LabelInDom, uint32(indom), "i", `"one"`)
+	for i, mt := range metrics {
+		p := semantics.NewPMID(29, mt.cluster, uint32(i))
+		m.descs[p] = &metricInfo{desc: semantics.Desc{PMID: p, InDom: mt.indom, Type: semantics.TypeU32}, names: []string{mt.name}}
+		m.names[mt.name] = p
+		if mt.name == "a.c0.y" {
+			lab(semantics.LabelItem, uint32(p), "item", `"y"`)
+		}
+	}
+	a := &Archive{}
+	a.st.Store(&state{meta: m})
+	got := map[string]string{}
+	for _, mt := range a.Metrics() {
+		got[mt.Name] = mt.Labels.String()
+		if alone := a.MetricLabels(mt.Desc).String(); got[mt.Name] != alone {
+			t.Errorf("%s: %s, merged alone %s", mt.Name, got[mt.Name], alone)
+		}
+	}
+	for _, mt := range metrics {
+		if got[mt.name] != mt.want {
+			t.Errorf("%s: labels %s, want %s", mt.name, got[mt.name], mt.want)
+		}
 	}
 }

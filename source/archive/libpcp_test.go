@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,10 +53,7 @@ func TestReplayMatchesLibpcp(t *testing.T) {
 		}
 		t.Skipf("python3-pcp not installed: %v", err)
 	}
-	arch := os.Getenv("PCPX_LIBPCP_ARCHIVE")
-	if arch == "" {
-		arch = recordArchive(t, paths[0], paths[1], libpcpConfig(t, paths[1]), 5*time.Second)
-	}
+	arch := liveArchive(t, paths[0], paths[1])
 	a, err := Open(arch)
 	if err != nil {
 		t.Fatal(err)
@@ -100,29 +98,92 @@ func TestReplayMatchesLibpcp(t *testing.T) {
 	t.Logf("%s: %d metrics, %d rows compared with libpcp", arch, len(roots), rows)
 }
 
-// recordArchive runs pmlogger with the configuration for d against the
-// local pmcd and returns the archive's base name.
-func recordArchive(t *testing.T, pmlogger, pminfo, config string, d time.Duration) string {
+// TestMetadataMatchesPminfoLive compares the metadata of the recording of
+// TestReplayMatchesLibpcp (metrics of two PMDAs, their instance domains,
+// help texts and labels at every level) with `pminfo -dmTtl` on it, and
+// checks that the label sets Metrics shares between metrics are what each
+// metric's own merge gives.
+func TestMetadataMatchesPminfoLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records an archive with pmlogger")
+	}
+	paths := e2e.Require(t, "pmlogger", "pminfo")
+	arch := liveArchive(t, paths[0], paths[1])
+	out := filepath.Join(t.TempDir(), "pminfo.txt")
+	cmd := exec.Command(paths[1], "-a", arch, "-dmTtl")
+	cmd.Env = append(os.Environ(), "TZ=UTC", "PCP_DERIVED_CONFIG=", "LC_ALL=C.UTF-8")
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pminfo -a %s -dmTtl: %v", arch, err)
+	}
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Open(arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMetadata(t, a, out)
+	n, labelled := checkSharedLabels(t, a)
+	upper := map[upperLabels]bool{}
+	for _, m := range a.Metrics() {
+		if len(m.Labels) > 0 {
+			upper[upperLabels{m.Desc.InDom, semantics.NewPMID(m.Desc.PMID.Domain(), m.Desc.PMID.Cluster(), 0)}] = true
+		}
+	}
+	if len(upper) < 10 {
+		t.Errorf("only %d (indom, cluster) with labels: the recording does not exercise the sharing", len(upper))
+	}
+	t.Logf("%s: %d metrics, %d with labels, %d (indom, cluster) groups", arch, n, labelled, len(upper))
+}
+
+var live struct {
+	once sync.Once
+	dir  string // removed by TestMain
+	arch string
+	err  error
+}
+
+// liveArchive returns the archive the live tests share: PCPX_LIBPCP_ARCHIVE
+// when set, else a 5 s recording of libpcpGroups made once per test run.
+func liveArchive(t *testing.T, pmlogger, pminfo string) string {
 	t.Helper()
+	if p := os.Getenv("PCPX_LIBPCP_ARCHIVE"); p != "" {
+		return p
+	}
 	if out, err := exec.Command(pminfo, "-f", "pmcd.version").CombinedOutput(); err != nil {
 		if e2e.Mandatory() {
 			t.Fatalf("pmcd is not answering (start it with /etc/init.d/pmcd start): %v\n%s", err, out)
 		}
 		t.Skipf("pmcd is not answering: %v", err)
 	}
-	dir := t.TempDir()
+	live.once.Do(func() {
+		live.dir, live.err = os.MkdirTemp("", "pcpx-live-")
+		if live.err == nil {
+			live.arch, live.err = recordArchive(live.dir, pmlogger, libpcpConfig(t, pminfo), 5*time.Second)
+		}
+	})
+	if live.err != nil {
+		t.Fatal(live.err)
+	}
+	return live.arch
+}
+
+// recordArchive runs pmlogger with config for d against the local pmcd,
+// writing into dir, and returns the archive's base name.
+func recordArchive(dir, pmlogger, config string, d time.Duration) (string, error) {
 	cfg := filepath.Join(dir, "pmlogger.config")
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	arch := filepath.Join(dir, "rec")
 	log := filepath.Join(dir, "pmlogger.log")
 	cmd := exec.Command(pmlogger, "-c", cfg, "-l", log, "-T", d.String(), arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b, _ := os.ReadFile(log)
-		t.Fatalf("pmlogger: %v\n%s\n%s", err, out, b)
+		return "", fmt.Errorf("pmlogger: %v\n%s\n%s", err, out, b)
 	}
-	return arch
+	return arch, nil
 }
 
 // libpcpConfig writes libpcpGroups as a pmlogger configuration, listing
@@ -156,4 +217,13 @@ func libpcpConfig(t *testing.T, pminfo string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestMain removes the shared recording of liveArchive after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if live.dir != "" {
+		os.RemoveAll(live.dir)
+	}
+	os.Exit(code)
 }
