@@ -223,9 +223,11 @@ func TestOpenAndEndReadLittle(t *testing.T) {
 		if end > 64<<10 {
 			t.Errorf("%s: End allocated %d bytes, want at most 64 KiB", name, end)
 		}
-		// a reader of the whole volume still reads in windows of minWindow
-		// bytes or of the whole file
+		// and the archive still reads whole
 		recs, _ := readAllValues(t, a)
+		if recs != 208 {
+			t.Errorf("%s: %d records, pmdumplog shows 208", name, recs)
+		}
 		t.Logf("%s: Open %d bytes, End %d bytes; %d records", name, open, end, recs)
 	}
 }

@@ -197,11 +197,9 @@ func (s *stream) Close() error { return s.close() }
 // bounded by the data actually present.
 func readAll(path string) ([]byte, error) {
 	if compressionOf(path) == "" {
-		b, err := os.ReadFile(path) // one read, sized by the file
-		if err != nil {
-			return b, fmt.Errorf("%s: %w", path, err)
-		}
-		return b, nil
+		// a buffer sized by the file, filled without regrowing; the
+		// error names the file
+		return os.ReadFile(path)
 	}
 	s, err := openStream(path)
 	if err != nil {

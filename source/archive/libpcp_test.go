@@ -58,44 +58,105 @@ func TestReplayMatchesLibpcp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var roots []string
+	// Every metric; then the metrics with values in (nearly) every record
+	// of the 100 ms group, for every instance of their domain. With every
+	// metric some instance never has a value, so every fetch rolls and the
+	// forward search never moves the position: that path (and its
+	// skipping of superseded sets) is only reached by the second pass.
+	var all, regular []string
+	withValues := map[semantics.PMID]int{}
+	seen := map[semantics.PMID]map[int32]bool{}
+	rd := a.Records()
+	for rd.Next() {
+		for _, set := range rd.Record().Sets {
+			if len(set.Values) > 0 && set.Err == nil {
+				withValues[set.PMID]++
+				if seen[set.PMID] == nil {
+					seen[set.PMID] = map[int32]bool{}
+				}
+				for _, v := range set.Values {
+					seen[set.PMID][v.Inst] = true
+				}
+			}
+		}
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rd.Close()
+	// the number of records most metrics have values in: the 100 ms group
+	freq := map[int]int{}
+	usual := 0
+	for _, n := range withValues {
+		if freq[n]++; freq[n] > freq[usual] {
+			usual = n
+		}
+	}
 	for _, m := range a.Metrics() {
-		roots = append(roots, m.Name)
+		all = append(all, m.Name)
+		complete := true // every instance of the domain has values
+		if m.Desc.InDom != semantics.InDomNull {
+			for _, in := range a.Instances(m.Desc.InDom) {
+				complete = complete && seen[m.Desc.PMID][in.ID]
+			}
+		}
+		if complete && withValues[m.Desc.PMID] >= usual*9/10 {
+			regular = append(regular, m.Name)
+		}
 	}
-	tool := filepath.Join(corpus, "tools/pmfetch_interp.py")
-	rows := 0
-	for _, c := range []struct{ interval, offset float64 }{
-		{0.1, 0}, {0.37, 0.05}, {1, 0.55}, {2.5, 1.23},
+	type step struct{ interval, offset float64 }
+	rows, searchSkips := 0, 0
+	for _, pass := range []struct {
+		roots []string
+		steps []step
+	}{
+		{all, []step{{0.1, 0}, {0.37, 0.05}, {1, 0.55}, {2.5, 1.23}}},
+		{regular, []step{{0.37, 0.05}, {1, 0.55}}},
 	} {
-		out := filepath.Join(t.TempDir(), "libpcp.csv")
-		f, err := os.Create(out)
-		if err != nil {
-			t.Fatal(err)
+		for _, c := range pass.steps {
+			want := libpcpRows(t, py, arch, c.interval, c.offset, pass.roots)
+			rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: semantics.InterpPrior})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := replayRowsFrom(t, rp, c.interval, c.offset, pass.roots)
+			searchSkips += rp.searchSuperseded
+			rp.Close()
+			if len(want) == 0 {
+				t.Fatalf("-t %g -S %g: libpcp gave no values", c.interval, c.offset)
+			}
+			if d := diffRows(want, got); d != "" {
+				t.Errorf("%d metrics -t %g -S %g: %d rows from libpcp, %d replayed:%s", len(pass.roots), c.interval, c.offset, len(want), len(got), d)
+			}
+			rows += len(want)
 		}
-		cmd := exec.Command(py, tool, "-a", arch, "-t", fmt.Sprint(c.interval), "-S", fmt.Sprint(c.offset))
-		cmd.Env = append(os.Environ(), "TZ=UTC", "PCP_DERIVED_CONFIG=", "LC_ALL=C.UTF-8")
-		var stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = f, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("pmfetch_interp.py -t %g -S %g: %v\n%s", c.interval, c.offset, err, stderr.String())
-		}
-		f.Close()
-		want := expectedRows(t, out)
-		rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: semantics.InterpPrior})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := replayRowsFrom(t, rp, c.interval, c.offset, roots)
-		rp.Close()
-		if len(want) == 0 {
-			t.Fatalf("-t %g -S %g: libpcp gave no values", c.interval, c.offset)
-		}
-		if d := diffRows(want, got); d != "" {
-			t.Errorf("-t %g -S %g: %d rows from libpcp, %d replayed:%s", c.interval, c.offset, len(want), len(got), d)
-		}
-		rows += len(want)
 	}
-	t.Logf("%s: %d metrics, %d rows compared with libpcp", arch, len(roots), rows)
+	if searchSkips == 0 {
+		t.Error("the forward search never skipped a superseded value set: the second pass misses its purpose")
+	}
+	t.Logf("%s: %d metrics (%d regular), %d rows compared with libpcp; %d value sets skipped by searchForward", arch, len(all), len(regular), rows, searchSkips)
+}
+
+// libpcpRows runs the corpus's tools/pmfetch_interp.py (the installed
+// libpcp's interpolation) on arch for roots and returns its rows as
+// expectedRows does.
+func libpcpRows(t *testing.T, py, arch string, interval, offset float64, roots []string) []string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "libpcp.csv")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	args := append([]string{filepath.Join(corpus, "tools/pmfetch_interp.py"), "-a", arch, "-t", fmt.Sprint(interval), "-S", fmt.Sprint(offset)}, roots...)
+	cmd := exec.Command(py, args...)
+	cmd.Env = append(os.Environ(), "TZ=UTC", "PCP_DERIVED_CONFIG=", "LC_ALL=C.UTF-8")
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = f, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pmfetch_interp.py -t %g -S %g: %v\n%s", interval, offset, err, stderr.String())
+	}
+	return expectedRows(t, out)
 }
 
 // TestMetadataMatchesPminfoLive compares the metadata of the recording of
@@ -158,10 +219,14 @@ func liveArchive(t *testing.T, pmlogger, pminfo string) string {
 		t.Skipf("pmcd is not answering: %v", err)
 	}
 	live.once.Do(func() {
-		live.dir, live.err = os.MkdirTemp("", "pcpx-live-")
-		if live.err == nil {
-			live.arch, live.err = recordArchive(live.dir, pmlogger, libpcpConfig(t, pminfo), 5*time.Second)
+		var config string
+		if config, live.err = libpcpConfig(pminfo); live.err != nil {
+			return
 		}
+		if live.dir, live.err = os.MkdirTemp("", "pcpx-live-"); live.err != nil {
+			return
+		}
+		live.arch, live.err = recordArchive(live.dir, pmlogger, config, 5*time.Second)
 	})
 	if live.err != nil {
 		t.Fatal(live.err)
@@ -188,12 +253,12 @@ func recordArchive(dir, pmlogger, config string, d time.Duration) (string, error
 
 // libpcpConfig writes libpcpGroups as a pmlogger configuration, listing
 // the metrics of each group that pminfo -m finds in its domains.
-func libpcpConfig(t *testing.T, pminfo string) string {
+func libpcpConfig(pminfo string) (string, error) {
 	var b strings.Builder
 	for _, g := range libpcpGroups {
 		out, err := exec.Command(pminfo, append([]string{"-m"}, g.prefixes...)...).Output()
 		if err != nil {
-			t.Fatalf("pminfo -m %v: %v", g.prefixes, err)
+			return "", fmt.Errorf("pminfo -m %v: %w", g.prefixes, err)
 		}
 		n := 0
 		fmt.Fprintf(&b, "log mandatory on %s {\n", g.every)
@@ -213,10 +278,10 @@ func libpcpConfig(t *testing.T, pminfo string) string {
 		}
 		b.WriteString("}\n")
 		if n == 0 {
-			t.Fatalf("pminfo -m %v: no metric of domains %v", g.prefixes, g.domains)
+			return "", fmt.Errorf("pminfo -m %v: no metric of domains %v", g.prefixes, g.domains)
 		}
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // TestMain removes the shared recording of liveArchive after the tests.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"sort"
@@ -342,6 +343,43 @@ func TestReplayWindowIsOnlyMemory(t *testing.T) {
 // it ("equal": two records at one time).
 func restampedLive(t *testing.T, k int, mode string) *Archive {
 	t.Helper()
+	return editedLive(t, func(b []byte, recs []int) {
+		at := recs[k]
+		switch mode {
+		case "back": // v2 timestamp: sec, usec
+			from := recs[k-5]
+			sec, usec := be32(b[from+4:]), be32(b[from+8:])+500000
+			if usec >= 1000000 {
+				sec, usec = sec+1, usec-1000000
+			}
+			put32(b, at+4, sec)
+			put32(b, at+8, usec)
+		case "equal":
+			copy(b[at+4:at+12], b[recs[k-1]+4:])
+		}
+	})
+}
+
+// jumbledLive is a copy of live.0 where a fraction of the records (not the
+// first and last five) take the timestamp of a record up to five before or
+// after them: times that repeat and go back and forth all through the file.
+func jumbledLive(t *testing.T, rng *rand.Rand, frac float64) *Archive {
+	t.Helper()
+	return editedLive(t, func(b []byte, recs []int) {
+		orig := bytes.Clone(b)
+		for k := 5; k < len(recs)-5; k++ {
+			if rng.Float64() < frac {
+				from := recs[k+rng.Intn(11)-5]
+				copy(b[recs[k]+4:recs[k]+12], orig[from+4:from+12])
+			}
+		}
+	})
+}
+
+// editedLive copies the corpus's live archive into a temporary directory,
+// with its volume changed by edit (given the offsets of its records).
+func editedLive(t *testing.T, edit func(vol []byte, recs []int)) *Archive {
+	t.Helper()
 	meta, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.meta"))
 	if err != nil {
 		t.Fatal(err)
@@ -358,19 +396,7 @@ func restampedLive(t *testing.T, k int, mode string) *Archive {
 		t.Fatalf("%d records", len(recs))
 	}
 	b := bytes.Clone(vol)
-	at := recs[k]
-	switch mode {
-	case "back": // v2 timestamp: sec, usec
-		from := recs[k-5]
-		sec, usec := be32(b[from+4:]), be32(b[from+8:])+500000
-		if usec >= 1000000 {
-			sec, usec = sec+1, usec-1000000
-		}
-		put32(b, at+4, sec)
-		put32(b, at+8, usec)
-	case "equal":
-		copy(b[at+4:at+12], b[recs[k-1]+4:])
-	}
+	edit(b, recs)
 	index, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.index"))
 	if err != nil {
 		t.Fatal(err)
@@ -386,6 +412,109 @@ func restampedLive(t *testing.T, k int, mode string) *Archive {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// TestReplaySupersededJumbled: skipping superseded value sets (roll and
+// searchForward) answers as applying every record does, on archives whose
+// record times repeat and go back all through the file, at fetch times
+// drawn at random (some on record times), with windows of 1 to 32 records,
+// over every metric and over random subsets of those logged in most
+// records. The seeds are fixed.
+func TestReplaySupersededJumbled(t *testing.T) {
+	searchSkips, cases := 0, 0
+	for seed := int64(1); seed <= 12; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		a := jumbledLive(t, rng, []float64{0.1, 0.3, 0.5}[seed%3])
+		end, err := a.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// the metrics with values in about as many records as the most
+		// frequent: a metric with an instance never seen makes every
+		// fetch roll, and searchForward then never moves the position
+		var recTimes []time.Time
+		withValues := map[semantics.PMID]int{}
+		rd := a.Records()
+		for rd.Next() {
+			recTimes = append(recTimes, rd.Record().Time)
+			for _, set := range rd.Record().Sets {
+				if len(set.Values) > 0 {
+					withValues[set.PMID]++
+				}
+			}
+		}
+		rd.Close()
+		most := 0
+		for _, n := range withValues {
+			most = max(most, n)
+		}
+		for iter := 0; iter < 6; iter++ {
+			var pmids []semantics.PMID
+			for _, m := range a.Metrics() {
+				regular := withValues[m.Desc.PMID] >= most*9/10
+				singular := m.Desc.InDom == semantics.InDomNull
+				switch {
+				case iter%3 == 0, // every metric
+					iter%3 == 1 && regular && singular,
+					iter%3 == 2 && regular && rng.Intn(2) == 0:
+				default:
+					continue
+				}
+				pmids = append(pmids, m.Desc.PMID)
+			}
+			var times []time.Time
+			tm := a.Label().Start.Add(time.Duration(rng.Int63n(int64(time.Second))))
+			for tm.Before(end) {
+				times = append(times, tm)
+				if rng.Intn(4) == 0 { // on a record's time, or just after it
+					rt := recTimes[rng.Intn(len(recTimes))]
+					if rt.After(tm) {
+						tm = rt.Add(time.Duration(rng.Intn(2)))
+						continue
+					}
+				}
+				step := []time.Duration{50 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second}[rng.Intn(3)]
+				tm = tm.Add(1 + time.Duration(rng.Int63n(int64(step))))
+			}
+			rule := []semantics.InterpRule{semantics.InterpNearest, semantics.InterpPrior}[rng.Intn(2)]
+			window := []int{1, 2, 4, 32}[rng.Intn(4)]
+			rows := func(applyAll bool) []string {
+				rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: rule, Window: window})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rp.Close()
+				rp.applyAll = applyAll
+				var rows []string
+				var res source.Result
+				for _, tm := range times {
+					if err := rp.Fetch(tm, pmids, &res); err != nil {
+						rows = append(rows, fmt.Sprintf("%d %v", tm.UnixNano(), err))
+						continue
+					}
+					for j, s := range res.Sets {
+						if s.Err != nil {
+							rows = append(rows, fmt.Sprintf("%d %s %v", tm.UnixNano(), pmids[j], s.Err))
+						}
+						for _, v := range s.Values {
+							rows = append(rows, fmt.Sprintf("%d %s %d %s", tm.UnixNano(), pmids[j], v.Inst, valueKey(v.Value)))
+						}
+					}
+				}
+				searchSkips += rp.searchSuperseded
+				return rows
+			}
+			want, got := rows(true), rows(false)
+			if d := diffRows(want, got); d != "" {
+				t.Errorf("seed %d case %d (%s, window %d, %d metrics, %d fetches): skipping superseded sets changed the answer:%s", seed, iter, rule, window, len(pmids), len(times), d)
+			}
+			cases++
+		}
+	}
+	if searchSkips == 0 {
+		t.Fatal("searchForward never skipped a superseded set")
+	}
+	t.Logf("%d cases, %d value sets skipped by searchForward", cases, searchSkips)
 }
 
 // TestReplaySmallReadBuffer replays every corpus answer with a volume read
