@@ -82,19 +82,10 @@ func BenchmarkDecodeOnly(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	list, err := os.ReadFile("../../bench/replay/metrics.txt")
-	if err != nil {
-		b.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, n := range strings.Fields(string(list)) {
-		names[n] = true
-	}
+	m4, _ := m4Metrics(b, a)
 	want := map[semantics.PMID]bool{}
-	for _, m := range a.Metrics() {
-		if names[m.Name] {
-			want[m.Desc.PMID] = true
-		}
+	for _, p := range m4 {
+		want[p] = true
 	}
 	b.SetBytes(volumeBytes(b, a))
 	b.ReportAllocs()
@@ -129,6 +120,30 @@ func TestDecodeAllocations(t *testing.T) {
 	t.Logf("%d records, %d values: %v allocations", recs, vals, allocs)
 }
 
+// m4Metrics returns the archive's metrics of the comparison with pmrep
+// (bench/replay/metrics.txt, performance anchor M4; every metric when the
+// archive has none of them) and all its metrics.
+func m4Metrics(tb testing.TB, a *Archive) (m4, all []semantics.PMID) {
+	list, err := os.ReadFile("../../bench/replay/metrics.txt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Fields(string(list)) {
+		want[n] = true
+	}
+	for _, m := range a.Metrics() {
+		all = append(all, m.Desc.PMID)
+		if want[m.Name] {
+			m4 = append(m4, m.Desc.PMID)
+		}
+	}
+	if len(m4) == 0 {
+		m4 = all
+	}
+	return m4, all
+}
+
 // BenchmarkReplay replays an archive at a 1 s step from start to end, as
 // `replay --interp prior` does, and reports the values produced per second:
 // "m4" over the metrics of the comparison with pmrep
@@ -140,24 +155,7 @@ func BenchmarkReplay(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	list, err := os.ReadFile("../../bench/replay/metrics.txt")
-	if err != nil {
-		b.Fatal(err)
-	}
-	want := map[string]bool{}
-	for _, n := range strings.Fields(string(list)) {
-		want[n] = true
-	}
-	var m4, all []semantics.PMID
-	for _, m := range a.Metrics() {
-		all = append(all, m.Desc.PMID)
-		if want[m.Name] {
-			m4 = append(m4, m.Desc.PMID)
-		}
-	}
-	if len(m4) == 0 {
-		m4 = all
-	}
+	m4, all := m4Metrics(b, a)
 	for _, bc := range []struct {
 		name  string
 		pmids []semantics.PMID
