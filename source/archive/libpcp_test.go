@@ -62,7 +62,9 @@ func TestReplayMatchesLibpcp(t *testing.T) {
 	// of the 100 ms group, for every instance of their domain. With every
 	// metric some instance never has a value, so every fetch rolls and the
 	// forward search never moves the position: that path (and its
-	// skipping of superseded sets) is only reached by the second pass.
+	// skipping of superseded sets) is only reached by the second pass, as
+	// is sparse reading's passing over runs of records (the last record of
+	// a run then holds every instance in the result).
 	var all, regular []string
 	withValues := map[semantics.PMID]int{}
 	seen := map[semantics.PMID]map[int32]bool{}
@@ -105,13 +107,13 @@ func TestReplayMatchesLibpcp(t *testing.T) {
 		}
 	}
 	type step struct{ interval, offset float64 }
-	rows, searchSkips := 0, 0
+	rows, searchSkips, passed := 0, 0, 0
 	for _, pass := range []struct {
 		roots []string
 		steps []step
 	}{
 		{all, []step{{0.1, 0}, {0.37, 0.05}, {1, 0.55}, {2.5, 1.23}}},
-		{regular, []step{{0.37, 0.05}, {1, 0.55}}},
+		{regular, []step{{0.37, 0.05}, {1, 0.55}, {2.5, 1.23}}},
 	} {
 		for _, c := range pass.steps {
 			want := libpcpRows(t, py, arch, c.interval, c.offset, pass.roots)
@@ -121,6 +123,7 @@ func TestReplayMatchesLibpcp(t *testing.T) {
 			}
 			got := replayRowsFrom(t, rp, c.interval, c.offset, pass.roots)
 			searchSkips += rp.searchSuperseded
+			passed += rp.passed
 			rp.Close()
 			if len(want) == 0 {
 				t.Fatalf("-t %g -S %g: libpcp gave no values", c.interval, c.offset)
@@ -134,7 +137,10 @@ func TestReplayMatchesLibpcp(t *testing.T) {
 	if searchSkips == 0 {
 		t.Error("the forward search never skipped a superseded value set: the second pass misses its purpose")
 	}
-	t.Logf("%s: %d metrics (%d regular), %d rows compared with libpcp; %d value sets skipped by searchForward", arch, len(all), len(regular), rows, searchSkips)
+	if passed == 0 {
+		t.Error("no record was passed over by sparse reading: the second pass misses its purpose")
+	}
+	t.Logf("%s: %d metrics (%d regular), %d rows compared with libpcp; %d value sets skipped by searchForward, %d records passed over", arch, len(all), len(regular), rows, searchSkips, passed)
 }
 
 // libpcpRows runs the corpus's tools/pmfetch_interp.py (the installed

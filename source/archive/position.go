@@ -36,6 +36,7 @@ import (
 // at a record) makes the positioning start over too.
 func (r *Replay) position(t time.Time, tReq float64) error {
 	r.feed.keep = r.followed()
+	r.feed.sparse = !r.noSparse
 	ai := r.feed.archiveAt(t)
 	var ents []IndexEntry
 	if !r.fullScan {
@@ -46,7 +47,9 @@ func (r *Replay) position(t time.Time, tReq float64) error {
 	}
 	hi := len(ents) - 1
 	r.feed.seekEntry(ai, ents[hi])
-	r.feed.pf = startPrefetch(r.feed)
+	if !r.feed.sparse {
+		r.feed.pf = startPrefetch(r.feed)
+	}
 	r.trackMin, r.rollMin = true, math.Inf(1)
 	err := r.roll(tReq, nil)
 	r.trackMin = false
@@ -249,7 +252,9 @@ func (r *Replay) applyPrior(rec *Record, tThis float64, missing []*icp) {
 // t from its start up to tReq.
 func (r *Replay) scanFromStart(t time.Time, tReq float64) error {
 	r.feed.seek(t)
-	r.feed.pf = startPrefetch(r.feed)
+	if !r.feed.sparse {
+		r.feed.pf = startPrefetch(r.feed)
+	}
 	r.trackMin, r.rollMin = true, math.Inf(1)
 	defer func() { r.trackMin = false }()
 	return r.roll(tReq, nil)
@@ -259,7 +264,7 @@ func (r *Replay) scanFromStart(t time.Time, tReq float64) error {
 // and positions from the archive's start.
 func (r *Replay) restartFromStart(t time.Time, tReq float64) error {
 	r.feed.close()
-	r.feed = &feed{archives: r.archives, keep: r.followed()}
+	r.feed = &feed{archives: r.archives, keep: r.followed(), sparse: !r.noSparse}
 	r.spare = append(r.spare, r.win...)
 	r.win = r.win[:0]
 	r.winValues = 0

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
@@ -17,6 +18,9 @@ const (
 	valDptr   = 1
 	valSptr   = 2
 )
+
+// runsRefused counts the runs skipRun found and did not pass over (tests).
+var runsRefused atomic.Int64
 
 // minWindow is the smallest read buffer of a volume (a variable for tests).
 var minWindow = 1 << 20
@@ -48,6 +52,14 @@ type volReader struct {
 	chunkEnd bool  // the chunk ends with the data present
 	chunkErr error // reading after the chunk failed
 	reads    int   // reads made here, before any read-ahead
+	// exact: a plain volume read record by record, never past the record
+	// being read (no window ahead, no read-ahead), so that Reader.skipRun
+	// can pass over records unread
+	exact bool
+	// a record of nextLen bytes (0: none known) starts at nextOff: an exact
+	// read of it reads it whole at once
+	nextOff int64
+	nextLen int
 }
 
 // aheadAfter is the number of reads a volume reader makes itself before it
@@ -112,6 +124,9 @@ func (v *volReader) fill(n int) bool {
 	if v.ahead != nil {
 		return v.fillAhead(n)
 	}
+	if v.exact {
+		return v.fillExact(n)
+	}
 	for v.w-v.r < n {
 		if v.eof || v.err != nil {
 			return false
@@ -140,6 +155,35 @@ func (v *volReader) fill(n int) bool {
 		} else if err != nil {
 			// a decompressor returns the last bytes it could with the
 			// error: the whole records among them are read first
+			v.err = &FormatError{File: v.s.path, Off: v.off + int64(v.w-v.r), Msg: "read: " + err.Error()}
+		}
+	}
+	return true
+}
+
+// fillExact is fill reading no byte past buf[r+n]. The buffer doubles (from
+// 4 KiB) only while full of data, so it stays within twice the largest
+// record read.
+func (v *volReader) fillExact(n int) bool {
+	for v.w-v.r < n {
+		if v.eof || v.err != nil {
+			return false
+		}
+		if v.r > 0 {
+			copy(v.buf, v.buf[v.r:v.w])
+			v.w -= v.r
+			v.r = 0
+		}
+		if v.w == len(v.buf) {
+			nb := make([]byte, max(2*len(v.buf), 4<<10))
+			copy(nb, v.buf[:v.w])
+			v.buf = nb
+		}
+		m, err := v.s.r.Read(v.buf[v.w:min(len(v.buf), n)])
+		v.w += m
+		if err == io.EOF || (m == 0 && err == nil) {
+			v.eof = true
+		} else if err != nil {
 			v.err = &FormatError{File: v.s.path, Off: v.off + int64(v.w-v.r), Msg: "read: " + err.Error()}
 		}
 	}
@@ -212,11 +256,21 @@ type Reader struct {
 	// readers): layout[i] is set i's, layout[layN] the end of the sets
 	layout []int32
 	layN   int
-	keptAt []int32 // positions of the kept sets in that record
+	// layWant[i]: the first 8 bytes of set i there (metric, value count)
+	layWant []uint64
+	keptAt  []int32 // positions of the kept sets in that record
 	// tests: walkAll visits every set of every record; fastVisits counts
 	// the records visited at their kept sets only
 	walkAll    bool
 	fastVisits int
+	// sparse: plain volumes are read record by record (see skipRun);
+	// pending: the record skipRun decoded is the one Next returns
+	sparse  bool
+	pending bool
+	hdr     []byte
+	// no skipRun before this offset of this volume (a run refused)
+	noSkipVol int
+	noSkipEnd int64
 }
 
 type typeCache struct {
@@ -232,6 +286,10 @@ type typeCache struct {
 func (r *Reader) Next() bool {
 	if r.err != nil || r.closed {
 		return false
+	}
+	if r.pending {
+		r.pending = false
+		return true
 	}
 	for {
 		if r.vol == nil {
@@ -274,7 +332,7 @@ func (r *Reader) open(vf volumeFile) error {
 	lsz := labelSize(r.version)
 	// the label alone first: a reader that only checks it (Open) or
 	// seeks near the end (End) reads no more
-	v := &volReader{s: s, num: vf.num, buf: make([]byte, lsz)}
+	v := &volReader{s: s, num: vf.num, buf: make([]byte, lsz), exact: r.sparse && s.plain}
 	r.vol = v
 	if !v.fill(lsz) {
 		if v.err != nil {
@@ -304,10 +362,15 @@ func (r *Reader) open(vf volumeFile) error {
 // read decodes the next record of the current volume; false at its end.
 func (r *Reader) read() (bool, error) {
 	v := r.vol
-	if v.ahead == nil && v.reads >= aheadAfter && !v.eof && v.err == nil {
+	if v.ahead == nil && !v.exact && v.reads >= aheadAfter && !v.eof && v.err == nil {
 		v.readAhead(r.hdrSize + 4) // at a record's start
 	}
-	if !v.fill(4) {
+	want := 4
+	if v.exact && v.nextLen > 4 && v.nextOff == v.off && v.w == v.r {
+		want = v.nextLen
+	}
+	v.nextLen = 0
+	if !v.fill(want) {
 		return false, v.err
 	}
 	n := int(int32(be32(v.buf[v.r:])))
@@ -328,6 +391,115 @@ func (r *Reader) read() (bool, error) {
 		r.out.detach() // kept beyond the next read (a prefetch slot)
 	}
 	return true, nil
+}
+
+// setSparse sets whether plain volumes are read record by record (see
+// skipRun), from the position on.
+func (r *Reader) setSparse(on bool) {
+	r.sparse = on
+	if r.vol != nil {
+		r.vol.exact = on && r.vol.s.plain
+	}
+}
+
+// skipRun passes over records at the position without reading them, for a
+// sparse replay (see Replay.front); tFirst is the time of the first one. The run is the records from the
+// position that hold values (no <mark>) at or before tReq, in time order
+// (never going back), none at tReq but the last one, j. Only their headers
+// and trailers are read: lengths in range and equal, numpmid fitting in
+// the record. Then j is decoded, and when ok(j) says that applying j alone
+// changes the replay as applying the whole run would, the records before j
+// are passed over and the next call to Next returns j. skipRun returns the
+// number of records passed over: 0 when the run is j alone, when ok
+// refuses j (the run is then read as usual, and no run is tried again
+// before j's end), or when the reader does not read a plain volume record
+// by record. An error is j's (the records before it are not decoded: a
+// value set corrupt inside one of them goes unnoticed).
+func (r *Reader) skipRun(secs func(time.Time) float64, tReq float64, ok func(*Record) bool) (n int, tFirst float64, err error) {
+	v := r.vol
+	if r.err != nil || r.closed || r.pending || v == nil || !v.exact || v.err != nil || v.w != v.r {
+		return 0, 0, nil
+	}
+	if v.num == r.noSkipVol && v.off < r.noSkipEnd {
+		return 0, 0, nil
+	}
+	hl := r.hdrSize // length, timestamp and numpmid
+	if len(r.hdr) < hl+4 {
+		r.hdr = make([]byte, hl+4)
+	}
+	h := r.hdr[:hl+4] // a trailer, then the header of the next record
+	first := v.off
+	if k, _ := v.s.f.ReadAt(h[4:], first); k < hl {
+		return 0, 0, nil
+	}
+	pos, last := first, math.Inf(-1)
+	// nextLen: the length read in the header of the record at pos (0:
+	// not read whole), for reading it at once
+	jLen, nextLen := 0, 0
+	for {
+		l := int(int32(be32(h[4:])))
+		nextLen = l
+		np := int(int32(be32(h[hl:])))
+		if l < hl+4 || l > maxRecordSize-1 || np <= 0 || np > (l-hl-4)/8 {
+			break // a mark, or what the decoding reports
+		}
+		var t float64
+		if r.version == 3 {
+			t = secs(timeV3(h[8:]))
+		} else {
+			t = secs(timeV2(h[8:]))
+		}
+		if t > tReq || t < last {
+			break
+		}
+		k, _ := v.s.f.ReadAt(h, pos+int64(l)-4)
+		if k < 4 || int(int32(be32(h))) != l {
+			nextLen = 0
+			break // cut short (the end of the data), or a bad trailer
+		}
+		if n == 0 {
+			tFirst = t
+		}
+		n, jLen, last = n+1, l, t
+		pos += int64(l)
+		nextLen = 0
+		if k < len(h) {
+			break
+		}
+		if t == tReq {
+			nextLen = int(int32(be32(h[4:])))
+			break
+		}
+	}
+	if n < 2 {
+		return 0, 0, nil
+	}
+	j := pos - int64(jLen)
+	if nextLen < hl+4 || nextLen > maxRecordSize-1 {
+		nextLen = 0
+	}
+	if err := v.skip(j - v.off); err != nil {
+		r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
+		return 0, 0, r.err
+	}
+	v.nextOff, v.nextLen = j, jLen
+	got, err := r.read()
+	if err != nil {
+		r.err = err
+		return 0, 0, err
+	}
+	if got && ok(r.Record()) {
+		r.pending = true
+		v.nextOff, v.nextLen = pos, nextLen
+		return n - 1, tFirst, nil
+	}
+	if err := v.skip(first - v.off); err != nil {
+		r.err = &FormatError{File: v.s.path, Off: first, Msg: "seek: " + err.Error()}
+		return 0, 0, r.err
+	}
+	r.noSkipVol, r.noSkipEnd = v.num, pos
+	runsRefused.Add(1)
+	return 0, 0, nil
 }
 
 func (r *Reader) ferr(off int64, format string, args ...any) error {
@@ -370,7 +542,7 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	m := r.a.state().meta
 	vals := rb.vals[:0]
 	starts := rb.starts[:0]
-	if cap(out.Sets) < int(np) {
+	if cap(out.Sets) < int(np) && r.keep == nil {
 		out.Sets = make([]source.ValueSet, 0, np)
 	}
 	if len(r.types) < int(np) {
@@ -389,6 +561,7 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	} else if r.keep != nil {
 		r.layN = -1 // recorded below, once the record is known to be whole
 		r.layout = r.layout[:0]
+		r.layWant = r.layWant[:0]
 	}
 	for j := 0; j < visits; j++ {
 		i := j
@@ -397,6 +570,9 @@ func (r *Reader) decode(rec []byte, off int64) error {
 			p = int(r.layout[i])
 		} else if r.keep != nil {
 			r.layout = append(r.layout, int32(p))
+			if end-p >= 8 {
+				r.layWant = append(r.layWant, binary.BigEndian.Uint64(rec[p:]))
+			}
 		}
 		if end-p < 8 {
 			return r.ferr(off+int64(p), "value set %d of %d truncated", i, np)
@@ -498,31 +674,24 @@ func (r *Reader) decode(rec []byte, off int64) error {
 
 // sameLayout reports whether the np value sets of rec (the record without
 // its trailer) start where those of the last record fully visited did,
-// with the same metrics: each set's header is read at its remembered
-// offset and must hold the remembered metric and a value count that makes
-// the set end exactly where the next one was. That is the walk of the
-// record set by set, with every step checked against a known answer
-// instead of depending on the step before, so the checks run in parallel
-// in the processor; the first set starts where it must (after the header
-// of the version), so each set is then proven to be where it is expected.
+// with the same metrics and value counts: the first 8 bytes of each set
+// (metric, value count) are read at its remembered offset and must be the
+// remembered ones. The first set starts where it must (after the header of
+// the version), and a set of the same value count ends where it ended, so
+// each set is then proven to be where it is expected. Every step is
+// checked against a known answer instead of depending on the step before,
+// so the checks run in parallel in the processor.
 func (r *Reader) sameLayout(rec []byte, np int) bool {
-	if np != r.layN || len(r.layout) != np+1 || int(r.layout[np]) > len(rec) {
+	if np != r.layN || len(r.layout) != np+1 || len(r.layWant) != np || int(r.layout[np]) > len(rec) {
 		return false
 	}
-	lay := r.layout[:np+1]
-	keeps := r.keeps[:np]
-	for i := range keeps {
-		o := int(lay[i])
-		numval := int(int32(be32(rec[o+4:])))
-		size := 8
-		if numval > 0 {
-			size += 4 + 8*numval
-		}
-		if semantics.PMID(be32(rec[o:])) != keeps[i].pmid || o+size != int(lay[i+1]) {
-			return false
-		}
+	lay := r.layout[:np]
+	want := r.layWant[:np]
+	var diff uint64
+	for i, o := range lay {
+		diff |= binary.BigEndian.Uint64(rec[o:]) ^ want[i]
 	}
-	return true
+	return diff == 0
 }
 
 // decodeInsitu decodes {inst, value} pairs whose value is the datum itself.

@@ -43,6 +43,13 @@ var ErrBackwards = errors.New("replay: time went backwards")
 // next one are kept (plus a bounded window of records ahead). An archive
 // that is still being written is re-read when a fetch passes its end.
 // Fetching a time earlier than the previous one restarts from the start.
+//
+// While fetches are a few records apart or less, a goroutine reads and
+// decodes the records ahead. Further apart (sparseRun), plain volumes are
+// read sparsely: a run of records before the fetch time whose last record
+// holds every instance in the result is passed over unread but for that
+// record, its records' framing checked (length, trailer, time order, no
+// <mark>) and their value sets not decoded (see Reader.skipRun).
 type Replay struct {
 	mu       sync.Mutex
 	archives []*Archive
@@ -71,8 +78,16 @@ type Replay struct {
 	lastReq   float64
 	fetched   bool
 
-	applyAll   bool // tests: every record's value sets are applied
+	applyAll   bool // tests: every record's value sets are applied (none passed over)
 	superseded int  // value sets skipped as superseded
+	// records the position moved over in this fetch and in the previous
+	// one (see sparseRun), and the records passed over unread
+	moved, lastMoved int
+	fetches          int // since the positioning
+	passed           int
+	switches         int // tests: between sparse and dense reading
+	noSparse         bool   // tests: never read sparsely
+	gen              uint32 // supplies' mark
 	// of which by searchForward moving the position
 	searchSuperseded int
 
@@ -82,6 +97,7 @@ type Replay struct {
 	rollMin  float64
 	// tests: fullScan positions from the archive's start, never from an
 	// index entry; positioned counts the records the positioning applied
+	// (or passed over: see front)
 	fullScan   bool
 	positioned int
 	restarts   int // positionings started over from the archive's start
@@ -121,6 +137,7 @@ type icp struct {
 	vNext    semantics.Value
 	tFirst   float64
 	tLast    float64
+	gen      uint32 // supplies' mark
 	bPrior   []byte
 	bNext    []byte
 	// time_caliper: with caliper set, the instance is in the result only
@@ -258,6 +275,7 @@ func (r *Replay) reset() {
 	r.lastPMIDs = r.lastPMIDs[:0] // their states are new
 	r.setHint = r.setHint[:0]
 	r.fetched = false
+	r.moved, r.lastMoved, r.fetches = 0, 0, 0
 }
 
 func (r *Replay) newPM(p semantics.PMID) *pmState {
@@ -398,6 +416,23 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 			}
 		}
 	}
+	if r.fetched {
+		// the reading follows the fetches' pace (see sparseRun): the
+		// first fetch's positioning tells nothing of it
+		r.lastMoved, r.moved = r.moved, 0
+		r.fetches++
+		switch {
+		case r.fetches < 2:
+		case r.lastMoved >= sparseRun && !r.noSparse:
+			if r.feed.goSparse() {
+				r.switches++
+			}
+		case r.lastMoved <= 1:
+			if r.feed.goDense() {
+				r.switches++
+			}
+		}
+	}
 	// second pass: lower bounds.
 	doneRoll := false
 	back := 0
@@ -498,6 +533,7 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 			r.positioned++
 		}
 		r.updateBounds(w, tReq, true, nil, seenMark, r.successor(w, direct, tReq))
+		r.moved++
 		if !direct {
 			r.pop()
 		}
@@ -528,6 +564,74 @@ func (r *Replay) successor(w *winRec, direct bool, tReq float64) []source.ValueS
 	return nil
 }
 
+// sparseRun is the number of records a fetch must move the position over
+// for the following fetches to read sparsely (see front): then most
+// records are passed over unread, and reading them one by one, without the
+// prefetching goroutine, costs less than decoding them all ahead.
+const sparseRun = 4
+
+// supplies reports whether rec, the last record of a run of records at the
+// position that are values, at or before tReq (only rec may be at tReq) and
+// in time order, holds a value (no error) of every instance in the result
+// of every followed metric: the instances updateBounds changes. Applying
+// rec alone then leaves every bound as applying the whole run does, as for
+// the superseded sets of a successor (see updateBounds), the argument
+// holding for any number of records between: each instance's lower bound
+// is rec's, set from the same state, and no record of the run touches an
+// upper bound (they are before tReq; at tReq, rec alone).
+func (r *Replay) supplies(rec *Record) bool {
+	r.gen++
+	if r.gen == 0 { // wrapped: no instance may hold a stale mark
+		for _, pm := range r.pms {
+			if pm != nil {
+				for _, c := range pm.icps {
+					c.gen = 0
+				}
+			}
+		}
+		r.gen = 1
+	}
+	for i := range rec.Sets {
+		set := &rec.Sets[i]
+		if set.Err != nil {
+			continue
+		}
+		pm := r.pms[set.PMID]
+		if pm == nil {
+			continue
+		}
+		singular := len(pm.icps) == 1 && pm.icps[0].inst == semantics.InNull
+		if len(pm.hint) < len(set.Values) {
+			pm.hint = append(pm.hint, make([]*icp, len(set.Values)-len(pm.hint))...)
+		}
+		for j := range set.Values {
+			inst := set.Values[j].Inst
+			c := pm.hint[j]
+			if c == nil || c.inst != inst {
+				c = pm.byInst[inst]
+				pm.hint[j] = c
+			}
+			if c == nil && singular {
+				c = pm.icps[0]
+			}
+			if c != nil {
+				c.gen = r.gen
+			}
+		}
+	}
+	for _, pm := range r.pms {
+		if pm == nil {
+			continue
+		}
+		for _, c := range pm.icps {
+			if c.inresult && c.gen != r.gen {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // sameInstances reports whether two value sets list the same instances in
 // the same order.
 func sameInstances(a, b []source.InstValue) bool {
@@ -549,6 +653,23 @@ func sameInstances(a, b []source.InstValue) bool {
 func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
 	if len(r.win) > 0 {
 		return r.win[0], false, nil
+	}
+	// a run of records at or before tReq whose last one holds every
+	// instance they could change is passed over, unread but for that one
+	var n int
+	var tFirst float64
+	if !r.applyAll {
+		n, tFirst, err = r.feed.skipRun(r.secs, tReq, r.supplies)
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	r.passed += n
+	if r.trackMin && n > 0 {
+		// the records passed over count as applied (their times never
+		// go back, from tFirst)
+		r.rollMin = min(r.rollMin, tFirst)
+		r.positioned += n
 	}
 	rec, ai, ok, err := r.feed.next()
 	if err != nil || !ok {
@@ -669,8 +790,10 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 		case probe != nil:
 		case direct:
 			direct = false // consumed in place
+			r.moved++
 		case w.t <= tReq && i == 0:
 			r.pop()
+			r.moved++
 		default:
 			i++
 		}
@@ -1029,6 +1152,15 @@ type feed struct {
 	mark     Record
 	out      *recBuf   // where the readers decode (nil: their own buffer)
 	pf       *prefetch // reading ahead in a goroutine (see prefetch)
+	// sparse: no prefetching; plain volumes are read record by record, so
+	// that runs of records can be passed over (see Replay.front)
+	sparse bool
+	// the last record next returned: archive, volume (-1: a synthesized
+	// mark), offset and time
+	lastAi, lastVol int
+	lastOff         int64
+	lastTime        time.Time
+	delivered       bool
 }
 
 // archiveAt returns the archive holding t: the last one starting at or
@@ -1066,6 +1198,7 @@ func (f *feed) seekEntry(ai int, e IndexEntry) {
 // the followed metrics.
 func (f *feed) reader(ai int) *Reader {
 	r := f.archives[ai].Records()
+	r.sparse = f.sparse
 	if f.keep != nil {
 		r.Only(f.keep)
 	}
@@ -1098,10 +1231,60 @@ func (f *feed) seekPos(ai, vol int, off int64, t time.Time) {
 // call; at the end, ok is false and a later call tries again (the archive
 // may grow).
 func (f *feed) next() (*Record, int, bool, error) {
+	var rec *Record
+	var ai int
+	var ok bool
+	var err error
 	if f.pf != nil {
-		return f.pf.next()
+		rec, ai, ok, err = f.pf.next()
+	} else {
+		rec, ai, ok, err = f.read()
 	}
-	return f.read()
+	if ok {
+		f.lastAi, f.lastVol, f.lastOff, f.lastTime, f.delivered = ai, rec.Vol, rec.Off, rec.Time, true
+	}
+	return rec, ai, ok, err
+}
+
+// goSparse stops the prefetching goroutine and reads on without one, record
+// by record, from the record after the last one next returned.
+func (f *feed) goSparse() bool {
+	if f.sparse || f.pf == nil || f.pf.err != nil || !f.delivered {
+		return false
+	}
+	f.pf.stop()
+	f.pf, f.out = nil, nil // the slots were the goroutine's
+	if f.r != nil {
+		f.r.Close()
+	}
+	f.sparse = true
+	f.seekPos(f.lastAi, f.lastVol, f.lastOff, f.lastTime)
+	return true
+}
+
+// goDense starts the prefetching goroutine at the feed's position (the
+// record after the last one next returned): the fetches use most records.
+func (f *feed) goDense() bool {
+	if !f.sparse || f.pf != nil {
+		return false
+	}
+	f.sparse = false
+	if f.r != nil {
+		f.r.setSparse(false)
+	}
+	f.pf = startPrefetch(f)
+	return true
+}
+
+// skipRun passes over the records of a run at the position that applying
+// the run's last record alone makes superseded (see Reader.skipRun),
+// returning how many; only a sparse feed does.
+func (f *feed) skipRun(secs func(time.Time) float64, tReq float64, ok func(*Record) bool) (int, float64, error) {
+	if !f.sparse || f.pf != nil || f.r == nil {
+		return 0, 0, nil
+	}
+	f.r.out = f.out // where read decodes the record Next returns
+	return f.r.skipRun(secs, tReq, ok)
 }
 
 // peek returns the record the following next will return, nil if it is

@@ -1,0 +1,301 @@
+package archive
+
+import (
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// sparseTimelines are the timelines TestReplaySparse replays: every archive
+// of the corpus (volumes compressed or not, one or several, v2 and v3),
+// the two archives of marks/parts as one timeline, and copies of live.0
+// whose records take a neighbour's time (times repeat and go back).
+func sparseTimelines(t *testing.T) (names []string, sets, clean [][]*Archive) {
+	metas, err := filepath.Glob(filepath.Join(corpus, "archives/*/*.meta*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range metas {
+		base := BaseName(m)
+		a, err := Open(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		names = append(names, strings.TrimPrefix(base, corpus+"/"))
+		sets = append(sets, []*Archive{a})
+	}
+	var parts []*Archive
+	for _, p := range []string{"part_a", "part_b"} {
+		a, err := Open(filepath.Join(corpus, "archives/marks/parts", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		parts = append(parts, a)
+	}
+	names = append(names, "marks/parts (two archives)")
+	sets = append(sets, parts)
+	for seed := int64(1); seed <= 3; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		names = append(names, fmt.Sprintf("live jumbled (seed %d)", seed))
+		sets = append(sets, []*Archive{jumbledLive(t, rng, 0.2)})
+	}
+	if len(sets) < 25 {
+		t.Fatalf("only %d timelines", len(sets))
+	}
+	clean = slices.Clone(sets)
+	live, err := Open(filepath.Join(corpus, "archives/live/live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Close() })
+	// records whose framing is wrong end a run before them: the answers
+	// and the error are those of reading every record (the fetch times
+	// and metrics are chosen from the records of the intact archive)
+	for _, c := range []struct {
+		name string
+		edit func(b []byte, recs []int, k int)
+	}{
+		{"trailer wrong", func(b []byte, recs []int, k int) { put32(b, recs[k+1]-4, be32(b[recs[k+1]-4:])+8) }},
+		{"length wrong", func(b []byte, recs []int, k int) { put32(b, recs[k], be32(b[recs[k]:])-8) }},
+		{"numpmid too large", func(b []byte, recs []int, k int) { put32(b, recs[k]+12, 1<<30) }},
+		{"a mark", func(b []byte, recs []int, k int) { put32(b, recs[k]+12, 0) }},
+	} {
+		for _, k := range []int{60} {
+			names = append(names, fmt.Sprintf("live, record %d: %s", k, c.name))
+			sets = append(sets, []*Archive{editedLive(t, func(b []byte, recs []int) { c.edit(b, recs, k) })})
+			clean = append(clean, []*Archive{live})
+		}
+	}
+	return names, sets, clean
+}
+
+// TestReplaySparse: a replay whose fetches are several records apart reads
+// sparsely (see Replay.front and Reader.skipRun), passing over runs of
+// records, and answers exactly as applying every record does. Each
+// timeline is replayed at regular steps of 2.5 to 23 times its usual
+// record spacing from two offsets, and with steps changing between dense
+// and sparse ones (the reading switches between the prefetching goroutine
+// and sparse reading), over every metric and over the metrics that have
+// values in most records (whose runs are the ones passed over).
+func TestReplaySparse(t *testing.T) {
+	names, sets, clean := sparseTimelines(t)
+	rng := rand.New(rand.NewSource(7))
+	refused0 := runsRefused.Load()
+	var passed, switches, cases, sparseTimelines int
+	for ti, as := range sets {
+		var recTimes []time.Time
+		withValues := map[semantics.PMID]int{}
+		for _, a := range clean[ti] {
+			rd := a.Records()
+			for rd.Next() {
+				rec := rd.Record()
+				recTimes = append(recTimes, rec.Time)
+				for _, set := range rec.Sets {
+					if len(set.Values) > 0 {
+						withValues[set.PMID]++
+					}
+				}
+			}
+			rd.Close() // an error: the records before it
+
+		}
+		if len(recTimes) < 8 {
+			continue
+		}
+		slices.SortFunc(recTimes, func(a, b time.Time) int { return a.Compare(b) })
+		var gaps []time.Duration
+		for i := 1; i < len(recTimes); i++ {
+			if g := recTimes[i].Sub(recTimes[i-1]); g > 0 {
+				gaps = append(gaps, g)
+			}
+		}
+		slices.Sort(gaps)
+		spacing := gaps[len(gaps)/2]
+		most := 0
+		for _, n := range withValues {
+			most = max(most, n)
+		}
+		first, last := recTimes[0], recTimes[len(recTimes)-1]
+		var schedules [][]time.Time
+		for _, k := range []float64{2.5, 4, 9, 23} {
+			for _, off := range []time.Duration{0, spacing / 3} {
+				var ts []time.Time
+				step := time.Duration(k * float64(spacing))
+				for tm := first.Add(off); !tm.After(last); tm = tm.Add(step) {
+					ts = append(ts, tm)
+				}
+				schedules = append(schedules, ts)
+			}
+		}
+		var mixed []time.Time
+		for tm, i := first, 0; !tm.After(last); i++ {
+			mixed = append(mixed, tm)
+			if i/6%2 == 0 {
+				tm = tm.Add(spacing / 2)
+			} else {
+				tm = tm.Add(7 * spacing)
+			}
+		}
+		schedules = append(schedules, mixed)
+		// on record times (repeated in the jumbled copies) and 1 ns after
+		var onRecords []time.Time
+		for i := 0; i < len(recTimes); i += 1 + rng.Intn(9) {
+			tm := recTimes[i].Add(time.Duration(rng.Intn(2)))
+			if len(onRecords) == 0 || tm.After(onRecords[len(onRecords)-1]) {
+				onRecords = append(onRecords, tm)
+			}
+		}
+		schedules = append(schedules, onRecords)
+		var all, regular []semantics.PMID
+		seen := map[semantics.PMID]bool{}
+		for _, a := range clean[ti] {
+			for _, m := range a.Metrics() {
+				if seen[m.Desc.PMID] {
+					continue
+				}
+				seen[m.Desc.PMID] = true
+				all = append(all, m.Desc.PMID)
+				if withValues[m.Desc.PMID] >= most*9/10 {
+					regular = append(regular, m.Desc.PMID)
+				}
+			}
+		}
+		timelinePassed := 0
+		for si, ts := range schedules {
+			for _, pmids := range [][]semantics.PMID{all, regular} {
+				rule := []semantics.InterpRule{semantics.InterpNearest, semantics.InterpPrior}[rng.Intn(2)]
+				want, _, _ := sparseRows(t, as, rule, ts, pmids, true)
+				got, n, sw := sparseRows(t, as, rule, ts, pmids, false)
+				if d := diffRows(want, got); d != "" {
+					t.Errorf("%s, schedule %d (%d fetches), %d metrics, %s: sparse reading changed the answer:%s", names[ti], si, len(ts), len(pmids), rule, d)
+				}
+				timelinePassed += n
+				switches += sw
+				cases++
+			}
+		}
+		passed += timelinePassed
+		if timelinePassed > 0 {
+			sparseTimelines++
+		}
+	}
+	refused := runsRefused.Load() - refused0
+	t.Logf("%d cases over %d timelines: %d records passed over (in %d timelines), %d runs refused, %d switches between dense and sparse reading",
+		cases, len(sets), passed, sparseTimelines, refused, switches)
+	if sparseTimelines < len(sets)/2 {
+		t.Errorf("records were passed over in only %d timelines of %d", sparseTimelines, len(sets))
+	}
+	if refused == 0 {
+		t.Error("no run was refused: the test does not cover reading on after a refusal")
+	}
+	if switches == 0 {
+		t.Error("the reading never switched between dense and sparse")
+	}
+}
+
+// sparseRows replays as at the times ts and returns the rows of every
+// answer (errors included), the records passed over and the switches.
+func sparseRows(t *testing.T, as []*Archive, rule semantics.InterpRule, ts []time.Time, pmids []semantics.PMID, applyAll bool) ([]string, int, int) {
+	t.Helper()
+	rp, err := NewReplay(as, ReplayOptions{Interp: rule})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rp.Close()
+	rp.applyAll = applyAll
+	var rows []string
+	var res source.Result
+	for _, tm := range ts {
+		if err := rp.Fetch(tm, pmids, &res); err != nil {
+			rows = append(rows, fmt.Sprintf("%d %v", tm.UnixNano(), err))
+			continue
+		}
+		for j, s := range res.Sets {
+			if s.Err != nil {
+				rows = append(rows, fmt.Sprintf("%d %s %v", tm.UnixNano(), pmids[j], s.Err))
+			}
+			for _, v := range s.Values {
+				rows = append(rows, fmt.Sprintf("%d %s %d %s", tm.UnixNano(), pmids[j], v.Inst, valueKey(v.Value)))
+			}
+		}
+	}
+	return rows, rp.passed, rp.switches
+}
+
+
+// TestReplaySparseUndecoded pins what sparse reading checks of the records
+// it passes over: their framing (see TestReplaySparse), not their value
+// sets. A value set corrupt inside a record passed over fails no fetch,
+// where reading every record fails the fetch that reads it; the same
+// record read as the last of a run (or after it) fails the fetch, with the
+// file and the offset.
+func TestReplaySparseUndecoded(t *testing.T) {
+	const k = 60
+	var recOff, setOff int
+	a := editedLive(t, func(b []byte, recs []int) {
+		recOff, setOff = recs[k], recs[k]+16
+		put32(b, setOff+4, 1<<20) // numval of the record's first set
+	})
+	live, err := Open(filepath.Join(corpus, "archives/live/live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	var times []time.Time
+	cnt := map[semantics.PMID]int{}
+	rd := live.Records()
+	for rd.Next() {
+		times = append(times, rd.Record().Time)
+		for _, s := range rd.Record().Sets {
+			if len(s.Values) > 0 {
+				cnt[s.PMID]++
+			}
+		}
+	}
+	rd.Close()
+	var pmids []semantics.PMID
+	for _, m := range live.Metrics() {
+		if cnt[m.Desc.PMID] >= len(times)*8/10 {
+			pmids = append(pmids, m.Desc.PMID)
+		}
+	}
+	at := func(ks ...int) []time.Time {
+		var ts []time.Time
+		for _, i := range ks {
+			ts = append(ts, times[i].Add(time.Millisecond))
+		}
+		return ts
+	}
+	// fetches 8 records apart: the record is inside the run of the fetch
+	// after k-4, whose last record is k+4
+	over := at(k-28, k-20, k-12, k-4, k+4, k+12)
+	rows, passed, _ := sparseRows(t, []*Archive{a}, semantics.InterpPrior, over, pmids, false)
+	for _, r := range rows {
+		if strings.Contains(r, "numval") {
+			t.Errorf("a record passed over failed a fetch: %s", r)
+		}
+	}
+	if passed == 0 {
+		t.Fatal("no record passed over")
+	}
+	wantErr := fmt.Sprintf("offset %d: numval %d", setOff+4, 1<<20)
+	rows, _, _ = sparseRows(t, []*Archive{a}, semantics.InterpPrior, over, pmids, true)
+	if !slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, wantErr) && strings.Contains(r, "live.0") }) {
+		t.Errorf("reading every record: no error %q among %d rows", wantErr, len(rows))
+	}
+	// the record last of a run: the fetch fails
+	last := at(k-24, k-16, k-8, k, k+8)
+	rows, passed, _ = sparseRows(t, []*Archive{a}, semantics.InterpPrior, last, pmids, false)
+	if passed == 0 || !slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, wantErr) && strings.Contains(r, "live.0") }) {
+		t.Errorf("record %d (offset %d) last of a run: %d passed over, no error %q", k, recOff, passed, wantErr)
+	}
+}
