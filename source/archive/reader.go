@@ -22,6 +22,15 @@ const (
 // runsRefused counts the runs skipRun found and did not pass over (tests).
 var runsRefused atomic.Int64
 
+// runResult is what skipRun did with the run at the position.
+type runResult int
+
+const (
+	runNone     runResult = iota // no run to try (too short, not sparse)
+	runAccepted                  // passed over up to its last record
+	runRefused                   // its last record was decoded and refused
+)
+
 // minWindow is the smallest read buffer of a volume (a variable for tests).
 var minWindow = 1 << 20
 
@@ -365,12 +374,13 @@ func (r *Reader) read() (bool, error) {
 	if v.ahead == nil && !v.exact && v.reads >= aheadAfter && !v.eof && v.err == nil {
 		v.readAhead(r.hdrSize + 4) // at a record's start
 	}
-	want := 4
 	if v.exact && v.nextLen > 4 && v.nextOff == v.off && v.w == v.r {
-		want = v.nextLen
+		// known records at once: what is there of them (the last one may
+		// still be being written), the checks below as for any read
+		v.fill(v.nextLen)
 	}
 	v.nextLen = 0
-	if !v.fill(want) {
+	if !v.fill(4) {
 		return false, v.err
 	}
 	n := int(int32(be32(v.buf[v.r:])))
@@ -403,25 +413,27 @@ func (r *Reader) setSparse(on bool) {
 }
 
 // skipRun passes over records at the position without reading them, for a
-// sparse replay (see Replay.front); tFirst is the time of the first one. The run is the records from the
+// sparse replay (see Replay.front). The run is the records from the
 // position that hold values (no <mark>) at or before tReq, in time order
-// (never going back), none at tReq but the last one, j. Only their headers
-// and trailers are read: lengths in range and equal, numpmid fitting in
-// the record. Then j is decoded, and when ok(j) says that applying j alone
-// changes the replay as applying the whole run would, the records before j
-// are passed over and the next call to Next returns j. skipRun returns the
-// number of records passed over: 0 when the run is j alone, when ok
-// refuses j (the run is then read as usual, and no run is tried again
-// before j's end), or when the reader does not read a plain volume record
-// by record. An error is j's (the records before it are not decoded: a
-// value set corrupt inside one of them goes unnoticed).
-func (r *Reader) skipRun(secs func(time.Time) float64, tReq float64, ok func(*Record) bool) (n int, tFirst float64, err error) {
+// from after (never going back), none at tReq but the last one, j. Only
+// their headers and trailers are read: lengths in range and equal, numpmid
+// fitting in the record. A run of at least minRun records has j decoded,
+// and when ok(j) says that applying j alone changes the replay as applying
+// the whole run would (and what came before it from after: the caller's),
+// the run is accepted: the records before j are passed over and the next
+// call to Next returns j. skipRun returns the number passed over and the
+// time of the first one. It accepts nothing when the run is too short,
+// when ok refuses j (the run is then read as usual, and no run is tried
+// again before j's end), or when the reader does not read a plain volume
+// record by record. An error is j's (the records before it are not
+// decoded: a value set corrupt inside one of them goes unnoticed).
+func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*Record) bool) (n int, tFirst float64, res runResult, err error) {
 	v := r.vol
 	if r.err != nil || r.closed || r.pending || v == nil || !v.exact || v.err != nil || v.w != v.r {
-		return 0, 0, nil
+		return 0, 0, runNone, nil
 	}
 	if v.num == r.noSkipVol && v.off < r.noSkipEnd {
-		return 0, 0, nil
+		return 0, 0, runNone, nil
 	}
 	hl := r.hdrSize // length, timestamp and numpmid
 	if len(r.hdr) < hl+4 {
@@ -430,9 +442,9 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq float64, ok func(*Re
 	h := r.hdr[:hl+4] // a trailer, then the header of the next record
 	first := v.off
 	if k, _ := v.s.f.ReadAt(h[4:], first); k < hl {
-		return 0, 0, nil
+		return 0, 0, runNone, nil
 	}
-	pos, last := first, math.Inf(-1)
+	pos, last := first, after
 	// nextLen: the length read in the header of the record at pos (0:
 	// not read whole), for reading it at once
 	jLen, nextLen := 0, 0
@@ -471,8 +483,8 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq float64, ok func(*Re
 			break
 		}
 	}
-	if n < 2 {
-		return 0, 0, nil
+	if n < minRun {
+		return 0, 0, runNone, nil
 	}
 	j := pos - int64(jLen)
 	if nextLen < hl+4 || nextLen > maxRecordSize-1 {
@@ -480,26 +492,31 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq float64, ok func(*Re
 	}
 	if err := v.skip(j - v.off); err != nil {
 		r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
-		return 0, 0, r.err
+		return 0, 0, runNone, r.err
 	}
+	// j and the record after it (the next one read) in one read, unless
+	// that one is large (its length is not checked yet)
 	v.nextOff, v.nextLen = j, jLen
+	if nextLen <= 1<<20 {
+		v.nextLen += nextLen
+	}
 	got, err := r.read()
 	if err != nil {
 		r.err = err
-		return 0, 0, err
+		return 0, 0, runNone, err
 	}
 	if got && ok(r.Record()) {
 		r.pending = true
 		v.nextOff, v.nextLen = pos, nextLen
-		return n - 1, tFirst, nil
+		return n - 1, tFirst, runAccepted, nil
 	}
 	if err := v.skip(first - v.off); err != nil {
 		r.err = &FormatError{File: v.s.path, Off: first, Msg: "seek: " + err.Error()}
-		return 0, 0, r.err
+		return 0, 0, runNone, r.err
 	}
 	r.noSkipVol, r.noSkipEnd = v.num, pos
 	runsRefused.Add(1)
-	return 0, 0, nil
+	return 0, 0, runRefused, nil
 }
 
 func (r *Reader) ferr(off int64, format string, args ...any) error {

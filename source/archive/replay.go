@@ -80,16 +80,27 @@ type Replay struct {
 
 	applyAll   bool // tests: every record's value sets are applied (none passed over)
 	superseded int  // value sets skipped as superseded
-	// records the position moved over in this fetch and in the previous
-	// one (see sparseRun), and the records passed over unread
-	moved, lastMoved int
-	fetches          int // since the positioning
-	passed           int
-	switches         int // tests: between sparse and dense reading
-	noSparse         bool   // tests: never read sparsely
-	gen              uint32 // supplies' mark
 	// of which by searchForward moving the position
 	searchSuperseded int
+
+	// sparse reading (see pace): the records this fetch moved the position
+	// over (passed over included), the fetches since the positioning, the
+	// records passed over and the runs refused (and their counts as of the
+	// previous fetch), the fetches sparse reading waits for after refused
+	// runs, and switches between dense and sparse reading (tests)
+	moved                       int
+	fetches                     int
+	passed, refused             int
+	passedBefore, refusedBefore int
+	backoff, sparseWait         int
+	switches                    int
+	noSparse                    bool   // tests: never read sparsely
+	gen                         uint32 // supplies' mark
+	// the last record applied at the position (its time, a mark), and
+	// whether it held every instance in the result (see lastSupplied)
+	lastPos     float64
+	lastPosMark bool
+	wouldPass   bool
 
 	// the first fetch's positioning (see position): rolling tracks the
 	// earliest record time it applies in rollMin while trackMin is set
@@ -275,7 +286,8 @@ func (r *Replay) reset() {
 	r.lastPMIDs = r.lastPMIDs[:0] // their states are new
 	r.setHint = r.setHint[:0]
 	r.fetched = false
-	r.moved, r.lastMoved, r.fetches = 0, 0, 0
+	r.moved, r.fetches, r.backoff, r.sparseWait = 0, 0, 0, 0
+	r.passedBefore, r.refusedBefore = r.passed, r.refused
 }
 
 func (r *Replay) newPM(p semantics.PMID) *pmState {
@@ -417,21 +429,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		}
 	}
 	if r.fetched {
-		// the reading follows the fetches' pace (see sparseRun): the
-		// first fetch's positioning tells nothing of it
-		r.lastMoved, r.moved = r.moved, 0
-		r.fetches++
-		switch {
-		case r.fetches < 2:
-		case r.lastMoved >= sparseRun && !r.noSparse:
-			if r.feed.goSparse() {
-				r.switches++
-			}
-		case r.lastMoved <= 1:
-			if r.feed.goDense() {
-				r.switches++
-			}
-		}
+		r.pace()
 	}
 	// second pass: lower bounds.
 	doneRoll := false
@@ -490,6 +488,9 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 			return err
 		}
 	}
+	if !r.feed.sparse && r.moved >= sparseRun {
+		r.wouldPass = r.lastSupplied()
+	}
 	r.answer(pmids, pms, tReq, seenMark, res)
 	res.Time = t
 	r.lastReq, r.fetched = tReq, true
@@ -534,6 +535,7 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 		}
 		r.updateBounds(w, tReq, true, nil, seenMark, r.successor(w, direct, tReq))
 		r.moved++
+		r.lastPos, r.lastPosMark = w.t, w.mark
 		if !direct {
 			r.pop()
 		}
@@ -562,6 +564,63 @@ func (r *Replay) successor(w *winRec, direct bool, tReq float64) []source.ValueS
 		}
 	}
 	return nil
+}
+
+// pace chooses the reading for this fetch from the previous one (the first
+// fetch's positioning tells nothing of the pace): sparse when it moved the
+// position over sparseRun records or more and the last of them held every
+// instance in the result (see lastSupplied), dense when it moved over one
+// at most, or when it read sparsely and its runs were refused and none
+// accepted (reading sparsely then reads every record, without the
+// goroutine). After such a fetch, sparse reading waits for a number of
+// fetches, doubled at each refusal up to 64, reset by a run accepted.
+func (r *Replay) pace() {
+	moved, passed, refused := r.moved, r.passed-r.passedBefore, r.refused-r.refusedBefore
+	r.moved, r.passedBefore, r.refusedBefore = 0, r.passed, r.refused
+	r.fetches++
+	if r.sparseWait > 0 {
+		r.sparseWait--
+	}
+	switch {
+	case r.fetches < 2:
+	case r.feed.sparse && refused > 0 && passed == 0:
+		r.backoff = min(max(2*r.backoff, 4), 64)
+		r.sparseWait = r.backoff
+		if r.feed.goDense() {
+			r.switches++
+		}
+	case r.feed.sparse && passed > 0:
+		r.backoff = 0
+	case moved >= sparseRun && r.wouldPass && !r.noSparse && r.sparseWait == 0:
+		if r.feed.goSparse() {
+			r.switches++
+		}
+	case moved <= 1:
+		if r.feed.goDense() {
+			r.switches++
+		}
+	}
+}
+
+// lastSupplied reports whether every instance in the result has its lower
+// bound from the last record this fetch applied at the position: sparse
+// reading would then have passed over the records before it (see
+// supplies), as it will at this pace.
+func (r *Replay) lastSupplied() bool {
+	if r.lastPosMark {
+		return false
+	}
+	for _, pm := range r.pms {
+		if pm == nil {
+			continue
+		}
+		for _, c := range pm.icps {
+			if c.inresult && (c.kPrior != semantics.BoundValue || c.tPrior != r.lastPos) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // sparseRun is the number of records a fetch must move the position over
@@ -651,25 +710,47 @@ func sameInstances(a, b []source.InstValue) bool {
 // reader's record (direct: valid until the next read, consumed by the
 // caller, never copied); a later one is copied into the window.
 func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
-	if len(r.win) > 0 {
+	// A run of records at or before tReq whose last one holds every
+	// instance they could change is passed over, unread but for that one
+	// (sparse reading): it starts at the window's record when the window
+	// holds only that one, a value record before tReq.
+	if len(r.win) > 1 {
 		return r.win[0], false, nil
 	}
-	// a run of records at or before tReq whose last one holds every
-	// instance they could change is passed over, unread but for that one
-	var n int
-	var tFirst float64
+	var lead *winRec
+	if len(r.win) == 1 {
+		lead = r.win[0]
+		if lead.mark || lead.t >= tReq || !r.feed.sparse {
+			return lead, false, nil
+		}
+	}
 	if !r.applyAll {
-		n, tFirst, err = r.feed.skipRun(r.secs, tReq, r.supplies)
+		after, minRun := math.Inf(-1), 2
+		if lead != nil {
+			after, minRun = lead.t, 1
+		}
+		n, tFirst, res, err := r.feed.skipRun(r.secs, tReq, after, minRun, r.supplies)
 		if err != nil {
 			return nil, false, err
 		}
+		if res == runRefused {
+			r.refused++
+		}
+		if res == runAccepted && lead != nil {
+			n, tFirst = n+1, lead.t
+			r.pop()
+		}
+		r.passed += n
+		r.moved += n
+		if r.trackMin && n > 0 {
+			// the records passed over count as applied (their times never
+			// go back, from tFirst)
+			r.rollMin = min(r.rollMin, tFirst)
+			r.positioned += n
+		}
 	}
-	r.passed += n
-	if r.trackMin && n > 0 {
-		// the records passed over count as applied (their times never
-		// go back, from tFirst)
-		r.rollMin = min(r.rollMin, tFirst)
-		r.positioned += n
+	if len(r.win) > 0 {
+		return r.win[0], false, nil
 	}
 	rec, ai, ok, err := r.feed.next()
 	if err != nil || !ok {
@@ -791,7 +872,9 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 		case direct:
 			direct = false // consumed in place
 			r.moved++
+			r.lastPos, r.lastPosMark = w.t, w.mark
 		case w.t <= tReq && i == 0:
+			r.lastPos, r.lastPosMark = w.t, w.mark
 			r.pop()
 			r.moved++
 		default:
@@ -1279,12 +1362,12 @@ func (f *feed) goDense() bool {
 // skipRun passes over the records of a run at the position that applying
 // the run's last record alone makes superseded (see Reader.skipRun),
 // returning how many; only a sparse feed does.
-func (f *feed) skipRun(secs func(time.Time) float64, tReq float64, ok func(*Record) bool) (int, float64, error) {
+func (f *feed) skipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*Record) bool) (int, float64, runResult, error) {
 	if !f.sparse || f.pf != nil || f.r == nil {
-		return 0, 0, nil
+		return 0, 0, runNone, nil
 	}
 	f.r.out = f.out // where read decodes the record Next returns
-	return f.r.skipRun(secs, tReq, ok)
+	return f.r.skipRun(secs, tReq, after, minRun, ok)
 }
 
 // peek returns the record the following next will return, nil if it is

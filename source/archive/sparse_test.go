@@ -231,7 +231,6 @@ func sparseRows(t *testing.T, as []*Archive, rule semantics.InterpRule, ts []tim
 	return rows, rp.passed, rp.switches
 }
 
-
 // TestReplaySparseUndecoded pins what sparse reading checks of the records
 // it passes over: their framing (see TestReplaySparse), not their value
 // sets. A value set corrupt inside a record passed over fails no fetch,
