@@ -59,9 +59,11 @@ type Replay struct {
 	metrics []source.Metric
 	descs   map[semantics.PMID]semantics.Desc
 
-	pms    map[semantics.PMID]*pmState
-	want   []*icp
-	ending []*icp // searchForward's scratch
+	pms map[semantics.PMID]*pmState
+	// caliper's answers since the last reset, per instance domain
+	calipers map[semantics.InDom]map[int32][2]float64
+	want     []*icp
+	ending   []*icp // searchForward's scratch
 	// the metrics of the last Fetch and their states (see pmsOf)
 	lastPMIDs []semantics.PMID
 	lastPMs   []*pmState
@@ -179,21 +181,31 @@ func NewReplay(archives []*Archive, opts ReplayOptions) (*Replay, error) {
 	}
 	as := append([]*Archive(nil), archives...)
 	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
-	r := &Replay{archives: as, opts: opts, start: as[0].Label().Start, descs: map[semantics.PMID]semantics.Desc{}}
-	seen := map[string]bool{}
-	for _, a := range as {
-		for _, m := range a.Metrics() {
-			if seen[m.Name] {
-				continue
-			}
-			seen[m.Name] = true
-			r.metrics = append(r.metrics, m)
-			if _, ok := r.descs[m.Desc.PMID]; !ok {
-				r.descs[m.Desc.PMID] = m.Desc
+	r := &Replay{archives: as, opts: opts, start: as[0].Label().Start}
+	if len(as) == 1 {
+		// one name per entry already, in name order
+		r.metrics = slices.Clone(as[0].Metrics())
+	} else {
+		seen := map[string]bool{}
+		for _, a := range as {
+			for _, m := range a.Metrics() {
+				if !seen[m.Name] {
+					seen[m.Name] = true
+					r.metrics = append(r.metrics, m)
+				}
 			}
 		}
 	}
-	sort.SliceStable(r.metrics, func(i, j int) bool { return r.metrics[i].Name < r.metrics[j].Name })
+	// a PMID's descriptor: its first in archive order
+	r.descs = make(map[semantics.PMID]semantics.Desc, len(r.metrics))
+	for _, m := range r.metrics {
+		if _, ok := r.descs[m.Desc.PMID]; !ok {
+			r.descs[m.Desc.PMID] = m.Desc
+		}
+	}
+	if len(as) > 1 {
+		sort.SliceStable(r.metrics, func(i, j int) bool { return r.metrics[i].Name < r.metrics[j].Name })
+	}
 	r.pms = map[semantics.PMID]*pmState{}
 	r.reset()
 	return r, nil
@@ -277,6 +289,7 @@ func (r *Replay) reset() {
 		r.feed.close()
 	}
 	r.feed = &feed{archives: r.archives, keep: r.follows}
+	r.calipers = map[semantics.InDom]map[int32][2]float64{} // the metadata may have grown
 	r.spare = append(r.spare, r.win...)
 	r.win = r.win[:0]
 	r.winValues = 0
@@ -304,7 +317,11 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 		for i, in := range ins {
 			insts[i] = in.ID
 		}
-		cal = r.caliper(d.InDom)
+		var ok bool
+		if cal, ok = r.calipers[d.InDom]; !ok {
+			cal = r.caliper(d.InDom)
+			r.calipers[d.InDom] = cal
+		}
 	}
 	// one block per metric: the bounds of a record's instances are updated
 	// together, record after record
