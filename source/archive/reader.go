@@ -69,6 +69,7 @@ type volReader struct {
 	// read of it reads it whole at once
 	nextOff int64
 	nextLen int
+	walker  *walker // the heads of the records ahead (see skipRun)
 }
 
 // aheadAfter is the number of reads a volume reader makes itself before it
@@ -83,6 +84,7 @@ func (v *volReader) close() error {
 		v.ahead.stop()
 		v.ahead = nil
 	}
+	v.stopWalker()
 	return v.s.Close()
 }
 
@@ -276,7 +278,6 @@ type Reader struct {
 	// pending: the record skipRun decoded is the one Next returns
 	sparse  bool
 	pending bool
-	hdr     []byte
 	// no skipRun before this offset of this volume (a run refused)
 	noSkipVol int
 	noSkipEnd int64
@@ -403,12 +404,22 @@ func (r *Reader) read() (bool, error) {
 	return true, nil
 }
 
+func (v *volReader) stopWalker() {
+	if v.walker != nil {
+		v.walker.stop()
+		v.walker = nil
+	}
+}
+
 // setSparse sets whether plain volumes are read record by record (see
 // skipRun), from the position on.
 func (r *Reader) setSparse(on bool) {
 	r.sparse = on
 	if r.vol != nil {
 		r.vol.exact = on && r.vol.s.plain
+		if !on {
+			r.vol.stopWalker()
+		}
 	}
 }
 
@@ -436,36 +447,44 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 		return 0, 0, runNone, nil
 	}
 	hl := r.hdrSize // length, timestamp and numpmid
-	if len(r.hdr) < hl+4 {
-		r.hdr = make([]byte, hl+4)
-	}
-	h := r.hdr[:hl+4] // a trailer, then the header of the next record
 	first := v.off
-	if k, _ := v.s.f.ReadAt(h[4:], first); k < hl {
-		return 0, 0, runNone, nil
+	wk := v.walker
+	e, found := recHead{}, false
+	if wk != nil {
+		e, found = wk.at(first)
+	}
+	if !found || e.end {
+		// the walk is elsewhere or stopped (the data may have grown since)
+		if wk != nil {
+			wk.stop()
+		}
+		wk = startWalker(v.s.f, hl, first)
+		v.walker = wk
 	}
 	pos, last := first, after
-	// nextLen: the length read in the header of the record at pos (0:
-	// not read whole), for reading it at once
+	// nextLen: the length in the header of the record at pos (0: not
+	// read whole), for reading it at once
 	jLen, nextLen := 0, 0
 	for {
-		l := int(int32(be32(h[4:])))
+		e, found := wk.at(pos)
+		if !found || e.end {
+			break
+		}
+		l, np := int(e.len), int(e.np)
 		nextLen = l
-		np := int(int32(be32(h[hl:])))
 		if l < hl+4 || l > maxRecordSize-1 || np <= 0 || np > (l-hl-4)/8 {
 			break // a mark, or what the decoding reports
 		}
 		var t float64
 		if r.version == 3 {
-			t = secs(timeV3(h[8:]))
+			t = secs(timeV3(e.tb[:]))
 		} else {
-			t = secs(timeV2(h[8:]))
+			t = secs(timeV2(e.tb[:]))
 		}
 		if t > tReq || t < last {
 			break
 		}
-		k, _ := v.s.f.ReadAt(h, pos+int64(l)-4)
-		if k < 4 || int(int32(be32(h))) != l {
+		if !e.trailer {
 			nextLen = 0
 			break // cut short (the end of the data), or a bad trailer
 		}
@@ -475,11 +494,10 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 		n, jLen, last = n+1, l, t
 		pos += int64(l)
 		nextLen = 0
-		if k < len(h) {
-			break
-		}
 		if t == tReq {
-			nextLen = int(int32(be32(h[4:])))
+			if e, found := wk.at(pos); found && !e.end {
+				nextLen = int(e.len)
+			}
 			break
 		}
 	}

@@ -459,7 +459,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 			if back == 0 && !doneRoll {
 				doneRoll = true
 				if err := r.roll(tReq, &seenMark); err != nil {
-					return err
+					return r.failed(err)
 				}
 			}
 		}
@@ -502,7 +502,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 	}
 	if forw > 0 {
 		if err := r.searchForward(tReq, forw, &seenMark); err != nil {
-			return err
+			return r.failed(err)
 		}
 	}
 	if !r.feed.sparse && r.moved >= sparseRun {
@@ -512,6 +512,16 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 	res.Time = t
 	r.lastReq, r.fetched = tReq, true
 	return nil
+}
+
+// failed returns a fetch's error; a first fetch's failure forgets its
+// attempt (the feed, with its goroutines, and the bounds), so that the next
+// fetch positions anew, as a failed positioning does.
+func (r *Replay) failed(err error) error {
+	if !r.fetched {
+		r.reset()
+	}
+	return err
 }
 
 // next returns the record at window position i, reading it if needed; nil

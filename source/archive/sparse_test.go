@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -88,6 +89,11 @@ func sparseTimelines(t *testing.T) (names []string, sets, clean [][]*Archive) {
 // values in most records (whose runs are the ones passed over).
 func TestReplaySparse(t *testing.T) {
 	names, sets, clean := sparseTimelines(t)
+	// walkers a few records ahead: the batches' ends are met often, and a
+	// walker not stopped stays blocked (the archives are small)
+	defer func(n int) { walkBatch = n }(walkBatch)
+	walkBatch = 3
+	g0 := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(7))
 	refused0 := runsRefused.Load()
 	var passed, switches, cases, sparseTimelines int
@@ -199,6 +205,16 @@ func TestReplaySparse(t *testing.T) {
 	}
 	if switches == 0 {
 		t.Error("the reading never switched between dense and sparse")
+	}
+	// every replay closed: no walker or prefetching goroutine left
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > g0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > g0 {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Errorf("%d goroutines left running after the replays closed (%d before):\n%s", g-g0, g0, buf)
 	}
 }
 
