@@ -104,6 +104,13 @@ func (p *prefetch) next() (*Record, int, bool, error) {
 	} else {
 		it = <-p.ready
 	}
+	if !it.ok && it.err == nil {
+		// the end, found before this call: the writer may have appended
+		// since (a fetch refreshes the archive first), so read once more
+		p.free <- it.slot
+		p.retry <- struct{}{}
+		it = <-p.ready
+	}
 	p.cur, p.ai, p.err = it.slot, it.ai, it.err
 	if !it.ok && it.err == nil {
 		p.ended = true

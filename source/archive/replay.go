@@ -610,6 +610,10 @@ func (r *Replay) pace() {
 	}
 	switch {
 	case r.fetches < 2:
+	case r.feed.sparse && r.feed.delivered && !r.feed.plainAt(r.feed.lastAi, r.feed.lastVol):
+		if r.feed.goDense() { // a compressed volume: nothing to pass over
+			r.switches++
+		}
 	case r.feed.sparse && refused > 0 && passed == 0:
 		r.backoff = min(max(2*r.backoff, 4), 64)
 		r.sparseWait = r.backoff
@@ -1359,7 +1363,7 @@ func (f *feed) next() (*Record, int, bool, error) {
 // goSparse stops the prefetching goroutine and reads on without one, record
 // by record, from the record after the last one next returned.
 func (f *feed) goSparse() bool {
-	if f.sparse || f.pf == nil || f.pf.err != nil || !f.delivered {
+	if f.sparse || f.pf == nil || f.pf.err != nil || !f.delivered || !f.plainAt(f.lastAi, f.lastVol) {
 		return false
 	}
 	f.pf.stop()
@@ -1370,6 +1374,18 @@ func (f *feed) goSparse() bool {
 	f.sparse = true
 	f.seekPos(f.lastAi, f.lastVol, f.lastOff, f.lastTime)
 	return true
+}
+
+// plainAt reports whether volume vol of archive ai is a plain file: sparse
+// reading passes over records of plain volumes only (a compressed one is
+// read whole, and better ahead in the goroutine).
+func (f *feed) plainAt(ai, vol int) bool {
+	for _, v := range f.archives[ai].state().vols {
+		if v.num == vol {
+			return compressionOf(v.path) == ""
+		}
+	}
+	return false
 }
 
 // goDense starts the prefetching goroutine at the feed's position (the

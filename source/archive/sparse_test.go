@@ -3,6 +3,7 @@ package archive
 import (
 	"fmt"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -312,5 +313,113 @@ func TestReplaySparseUndecoded(t *testing.T) {
 	rows, passed, _ = sparseRows(t, []*Archive{a}, semantics.InterpPrior, last, pmids, false)
 	if passed == 0 || !slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, wantErr) && strings.Contains(r, "live.0") }) {
 		t.Errorf("record %d (offset %d) last of a run: %d passed over, no error %q", k, recOff, passed, wantErr)
+	}
+}
+
+// TestReplaySparseGrowing: an archive that grows between fetches (live.0
+// cut inside records, the rest appended in pieces as the fetches go on)
+// answers as reading every record does, whichever way it is read; the
+// fetches' pace changes (steps of 1 to 13 records), so the reading goes
+// from sparse to dense and back. (The prefetching goroutine used to answer
+// with an end of the data found before the archive grew.)
+func TestReplaySparseGrowing(t *testing.T) {
+	src := filepath.Join(corpus, "archives/live/live")
+	full, err := Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	var times []time.Time
+	cnt := map[semantics.PMID]int{}
+	rd := full.Records()
+	for rd.Next() {
+		times = append(times, rd.Record().Time)
+		for _, s := range rd.Record().Sets {
+			if len(s.Values) > 0 {
+				cnt[s.PMID]++
+			}
+		}
+	}
+	rd.Close()
+	var regular []semantics.PMID
+	for _, m := range full.Metrics() {
+		if cnt[m.Desc.PMID] >= len(times)*8/10 {
+			regular = append(regular, m.Desc.PMID)
+		}
+	}
+	vol, err := os.ReadFile(src + ".0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed, switches := 0, 0
+	for seed := int64(0); seed < 40; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		var cuts []int // the volume's size after each growth
+		for range 2 + rng.Intn(5) {
+			cuts = append(cuts, 200+rng.Intn(len(vol)-200))
+		}
+		slices.Sort(cuts)
+		cuts = append(cuts, len(vol))
+		stepMax := 2 + rng.Intn(12)
+		var ts []time.Time
+		for i := 0; i < len(times); i += 1 + rng.Intn(stepMax) {
+			ts = append(ts, times[i].Add(time.Duration(rng.Intn(3))*time.Millisecond))
+		}
+		every := len(ts)/len(cuts) + 1
+		run := func(applyAll bool) []string {
+			base := copyArchive(t, src, t.TempDir())
+			if err := os.WriteFile(base+".0", vol[:cuts[0]], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			a, err := Open(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			rp, err := NewReplay([]*Archive{a}, ReplayOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rp.Close()
+			rp.applyAll = applyAll
+			var rows []string
+			var res source.Result
+			ci := 0
+			for fi, tm := range ts {
+				if ci+1 < len(cuts) && fi > 0 && fi%every == 0 {
+					f, err := os.OpenFile(base+".0", os.O_APPEND|os.O_WRONLY, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := f.Write(vol[cuts[ci]:cuts[ci+1]]); err != nil {
+						t.Fatal(err)
+					}
+					f.Close()
+					ci++
+				}
+				if err := rp.Fetch(tm, regular, &res); err != nil {
+					rows = append(rows, fmt.Sprintf("%d %v", tm.UnixNano(), err))
+					continue
+				}
+				for j, s := range res.Sets {
+					for _, v := range s.Values {
+						rows = append(rows, fmt.Sprintf("%d %s %d %s", tm.UnixNano(), regular[j], v.Inst, valueKey(v.Value)))
+					}
+				}
+			}
+			if !applyAll {
+				passed += rp.passed
+				switches += rp.switches
+			}
+			return rows
+		}
+		want, got := run(true), run(false)
+		if d := diffRows(want, got); d != "" {
+			t.Errorf("seed %d (volume grown to %v bytes, steps of 1 to %d records): the answers differ from reading every record:%s", seed, cuts, stepMax, d)
+		}
+	}
+	t.Logf("40 growing archives: %d records passed over, %d switches between dense and sparse reading", passed, switches)
+	if passed == 0 || switches == 0 {
+		t.Error("no record passed over, or no switch: the test misses its purpose")
 	}
 }
