@@ -479,28 +479,9 @@ func TestReplaySupersededJumbled(t *testing.T) {
 			rule := []semantics.InterpRule{semantics.InterpNearest, semantics.InterpPrior}[rng.Intn(2)]
 			window := []int{1, 2, 4, 32}[rng.Intn(4)]
 			rows := func(applyAll bool) []string {
-				rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: rule, Window: window})
-				if err != nil {
-					t.Fatal(err)
-				}
+				rp := newTestReplay(t, []*Archive{a}, ReplayOptions{Interp: rule, Window: window}, applyAll)
 				defer rp.Close()
-				rp.applyAll = applyAll
-				var rows []string
-				var res source.Result
-				for _, tm := range times {
-					if err := rp.Fetch(tm, pmids, &res); err != nil {
-						rows = append(rows, fmt.Sprintf("%d %v", tm.UnixNano(), err))
-						continue
-					}
-					for j, s := range res.Sets {
-						if s.Err != nil {
-							rows = append(rows, fmt.Sprintf("%d %s %v", tm.UnixNano(), pmids[j], s.Err))
-						}
-						for _, v := range s.Values {
-							rows = append(rows, fmt.Sprintf("%d %s %d %s", tm.UnixNano(), pmids[j], v.Inst, valueKey(v.Value)))
-						}
-					}
-				}
+				rows := fetchRows(t, rp, times, pmids)
 				searchSkips += rp.searchSuperseded
 				return rows
 			}

@@ -220,15 +220,30 @@ func TestReplaySparse(t *testing.T) {
 }
 
 // sparseRows replays as at the times ts and returns the rows of every
-// answer (errors included), the records passed over and the switches.
+// answer (see fetchRows), the records passed over and the switches.
 func sparseRows(t *testing.T, as []*Archive, rule semantics.InterpRule, ts []time.Time, pmids []semantics.PMID, applyAll bool) ([]string, int, int) {
 	t.Helper()
-	rp, err := NewReplay(as, ReplayOptions{Interp: rule})
+	rp := newTestReplay(t, as, ReplayOptions{Interp: rule}, applyAll)
+	defer rp.Close()
+	return fetchRows(t, rp, ts, pmids), rp.passed, rp.switches
+}
+
+// newTestReplay is NewReplay, applying every record (none passed over, no
+// superseded set skipped) when applyAll is set: the reference.
+func newTestReplay(t *testing.T, as []*Archive, opts ReplayOptions, applyAll bool) *Replay {
+	t.Helper()
+	rp, err := NewReplay(as, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rp.Close()
 	rp.applyAll = applyAll
+	return rp
+}
+
+// fetchRows fetches pmids at the times ts and returns a row per value, per
+// set error and per fetch error, each naming its time.
+func fetchRows(t *testing.T, rp *Replay, ts []time.Time, pmids []semantics.PMID) []string {
+	t.Helper()
 	var rows []string
 	var res source.Result
 	for _, tm := range ts {
@@ -245,7 +260,40 @@ func sparseRows(t *testing.T, as []*Archive, rule semantics.InterpRule, ts []tim
 			}
 		}
 	}
-	return rows, rp.passed, rp.switches
+	return rows
+}
+
+// liveRegular returns the record times of the corpus's live archive and the
+// metrics with values in at least 80% of its records.
+func liveRegular(t *testing.T) ([]time.Time, []semantics.PMID) {
+	t.Helper()
+	live, err := Open(filepath.Join(corpus, "archives/live/live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	var times []time.Time
+	cnt := map[semantics.PMID]int{}
+	rd := live.Records()
+	defer rd.Close()
+	for rd.Next() {
+		times = append(times, rd.Record().Time)
+		for _, s := range rd.Record().Sets {
+			if len(s.Values) > 0 {
+				cnt[s.PMID]++
+			}
+		}
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var pmids []semantics.PMID
+	for _, m := range live.Metrics() {
+		if cnt[m.Desc.PMID] >= len(times)*8/10 {
+			pmids = append(pmids, m.Desc.PMID)
+		}
+	}
+	return times, pmids
 }
 
 // TestReplaySparseUndecoded pins what sparse reading checks of the records
@@ -261,29 +309,7 @@ func TestReplaySparseUndecoded(t *testing.T) {
 		recOff, setOff = recs[k], recs[k]+16
 		put32(b, setOff+4, 1<<20) // numval of the record's first set
 	})
-	live, err := Open(filepath.Join(corpus, "archives/live/live"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
-	var times []time.Time
-	cnt := map[semantics.PMID]int{}
-	rd := live.Records()
-	for rd.Next() {
-		times = append(times, rd.Record().Time)
-		for _, s := range rd.Record().Sets {
-			if len(s.Values) > 0 {
-				cnt[s.PMID]++
-			}
-		}
-	}
-	rd.Close()
-	var pmids []semantics.PMID
-	for _, m := range live.Metrics() {
-		if cnt[m.Desc.PMID] >= len(times)*8/10 {
-			pmids = append(pmids, m.Desc.PMID)
-		}
-	}
+	times, pmids := liveRegular(t)
 	at := func(ks ...int) []time.Time {
 		var ts []time.Time
 		for _, i := range ks {
@@ -324,29 +350,7 @@ func TestReplaySparseUndecoded(t *testing.T) {
 // with an end of the data found before the archive grew.)
 func TestReplaySparseGrowing(t *testing.T) {
 	src := filepath.Join(corpus, "archives/live/live")
-	full, err := Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer full.Close()
-	var times []time.Time
-	cnt := map[semantics.PMID]int{}
-	rd := full.Records()
-	for rd.Next() {
-		times = append(times, rd.Record().Time)
-		for _, s := range rd.Record().Sets {
-			if len(s.Values) > 0 {
-				cnt[s.PMID]++
-			}
-		}
-	}
-	rd.Close()
-	var regular []semantics.PMID
-	for _, m := range full.Metrics() {
-		if cnt[m.Desc.PMID] >= len(times)*8/10 {
-			regular = append(regular, m.Desc.PMID)
-		}
-	}
+	times, regular := liveRegular(t)
 	vol, err := os.ReadFile(src + ".0")
 	if err != nil {
 		t.Fatal(err)
@@ -376,16 +380,11 @@ func TestReplaySparseGrowing(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer a.Close()
-			rp, err := NewReplay([]*Archive{a}, ReplayOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rp := newTestReplay(t, []*Archive{a}, ReplayOptions{}, applyAll)
 			defer rp.Close()
-			rp.applyAll = applyAll
 			var rows []string
-			var res source.Result
 			ci := 0
-			for fi, tm := range ts {
+			for fi := range ts {
 				if ci+1 < len(cuts) && fi > 0 && fi%every == 0 {
 					f, err := os.OpenFile(base+".0", os.O_APPEND|os.O_WRONLY, 0)
 					if err != nil {
@@ -397,15 +396,7 @@ func TestReplaySparseGrowing(t *testing.T) {
 					f.Close()
 					ci++
 				}
-				if err := rp.Fetch(tm, regular, &res); err != nil {
-					rows = append(rows, fmt.Sprintf("%d %v", tm.UnixNano(), err))
-					continue
-				}
-				for j, s := range res.Sets {
-					for _, v := range s.Values {
-						rows = append(rows, fmt.Sprintf("%d %s %d %s", tm.UnixNano(), regular[j], v.Inst, valueKey(v.Value)))
-					}
-				}
+				rows = append(rows, fetchRows(t, rp, ts[fi:fi+1], regular)...)
 			}
 			if !applyAll {
 				passed += rp.passed
