@@ -50,7 +50,12 @@ if [[ ${#missing[@]} -gt 0 && ${PCP_EXPORTER_SKIP_APT:-} != 1 ]]; then
 	}
 	trap cleanup EXIT
 	export DEBIAN_FRONTEND=noninteractive
-	install() { PATH=$shim:$PATH apt-get install -y -q --no-install-recommends "${missing[@]}"; }
+	# apt runs dpkg with a PATH of its own (DPkg::Path), not the caller's:
+	# the shim must be put in that one. A package left half-configured by an
+	# earlier run without the shim is configured first.
+	dpkg_path="DPkg::Path=$shim:/usr/sbin:/usr/bin:/sbin:/bin"
+	PATH=$shim:$PATH dpkg --configure -a
+	install() { PATH=$shim:$PATH apt-get -o "$dpkg_path" install -y -q --no-install-recommends "${missing[@]}"; }
 	# Package lists fetched within the last day are reused; when they are
 	# stale or lack a package, update and retry.
 	if [[ -n $(find /var/lib/apt/lists -maxdepth 1 -name '*Release' -mmin -1440 2>/dev/null) ]] && install; then
