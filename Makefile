@@ -56,13 +56,7 @@ lint: vet fmt shellcheck
 
 # Each fuzz target runs alone (go test -fuzz accepts one target per package run).
 fuzz:
-	@set -e; \
-	for pkg in $$($(GO) list ./...); do \
-		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-			echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -parallel 1 $$pkg; \
-		done; \
-	done
+	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME)
 
 bench:
 	bash bench/run-all.sh
