@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"log/slog"
@@ -204,29 +203,36 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 		pmids[i] = m.Desc.PMID
 	}
 	rows := newCSVRows(metrics, src)
-	bw := bufio.NewWriterSize(w, 1<<16)
+	// the rows go out from their own buffer, 64 KiB or more at a time (a
+	// buffered writer would copy them once more)
+	var buf []byte
 	if f.format == "csv" {
-		bw.WriteString(csvHeader)
+		buf = append(buf, csvHeader...)
 	}
 	var res source.Result
-	var buf []byte
 	for i := 0; f.samples <= 0 || i < f.samples; i++ {
 		t := start.Add(time.Duration(i) * f.interval)
 		if t.After(end) {
 			break
 		}
 		if err := src.Fetch(t, pmids, &res); err != nil {
+			if _, werr := w.Write(buf); werr != nil {
+				return werr
+			}
 			return err
 		}
-		buf = buf[:0]
 		if f.format == "json" {
 			buf = appendFetchJSON(buf, &res, metrics)
 		} else {
 			buf = rows.append(buf, &res)
 		}
-		if _, err := bw.Write(buf); err != nil {
-			return err
+		if len(buf) >= 1<<16 {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
 		}
 	}
-	return bw.Flush()
+	_, err = w.Write(buf)
+	return err
 }

@@ -19,8 +19,9 @@ const (
 	valSptr   = 2
 )
 
-// runsRefused counts the runs skipRun found and did not pass over (tests).
-var runsRefused atomic.Int64
+// runsRefused counts the runs skipRun found and did not pass over, and
+// aheadTaken the runs whose last records the walker had read (tests).
+var runsRefused, aheadTaken atomic.Int64
 
 // runResult is what skipRun did with the run at the position.
 type runResult int
@@ -214,6 +215,22 @@ func (v *volReader) firstWindow() int {
 		}
 	}
 	return minWindow
+}
+
+// adopt makes b, the bytes of a plain volume from off (read ahead by the
+// walker), the buffer: the old one goes back to the walker, and the file
+// position moves past b.
+func (v *volReader) adopt(b []byte, off int64) error {
+	if _, err := v.s.f.Seek(off+int64(len(b)), io.SeekStart); err != nil {
+		return err
+	}
+	if v.walker != nil {
+		v.walker.recycle(v.buf)
+	}
+	v.buf, v.r, v.w, v.off = b, 0, len(b), off
+	v.eof = false
+	v.nextOff, v.nextLen = 0, 0
+	return nil
 }
 
 // skip discards n bytes (a seek in a compressed stream, or in a plain file).
@@ -438,7 +455,7 @@ func (r *Reader) setSparse(on bool) {
 // again before j's end), or when the reader does not read a plain volume
 // record by record. An error is j's (the records before it are not
 // decoded: a value set corrupt inside one of them goes unnoticed).
-func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*Record) bool) (n int, tFirst float64, res runResult, err error) {
+func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after, tNext float64, minRun int, ok func(*Record) bool) (n int, tFirst float64, res runResult, err error) {
 	v := r.vol
 	if r.err != nil || r.closed || r.pending || v == nil || !v.exact || v.err != nil || v.w != v.r {
 		return 0, 0, runNone, nil
@@ -458,7 +475,11 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 		if wk != nil {
 			wk.stop()
 		}
-		wk = startWalker(v.s.f, hl, first)
+		tsecs := func(tb []byte) float64 { return secs(timeV2(tb)) }
+		if r.version == 3 {
+			tsecs = func(tb []byte) float64 { return secs(timeV3(tb)) }
+		}
+		wk = startWalker(v.s.f, hl, first, tsecs)
 		v.walker = wk
 	}
 	pos, last := first, after
@@ -508,15 +529,30 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 	if nextLen < hl+4 || nextLen > maxRecordSize-1 {
 		nextLen = 0
 	}
-	if err := v.skip(j - v.off); err != nil {
-		r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
-		return 0, 0, runNone, r.err
-	}
 	// j and the record after it (the next one read) in one read, unless
-	// that one is large (its length is not checked yet)
-	v.nextOff, v.nextLen = j, jLen
+	// that one is large (its length is not checked yet): read ahead by the
+	// walker when it guessed this run (see want), here otherwise
+	want := jLen
 	if nextLen <= 1<<20 {
-		v.nextLen += nextLen
+		want += nextLen
+	}
+	if b := wk.take(j, want); b != nil {
+		if err := v.adopt(b, j); err != nil {
+			r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
+			return 0, 0, runNone, r.err
+		}
+		aheadTaken.Add(1)
+	} else {
+		if err := v.skip(j - v.off); err != nil {
+			r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
+			return 0, 0, runNone, r.err
+		}
+		v.nextOff, v.nextLen = j, want
+		if !math.IsNaN(tNext) && tNext > tReq {
+			// the fetches to come, at the same step: read their runs'
+			// last records ahead
+			wk.want(j, tNext, tNext-tReq)
+		}
 	}
 	got, err := r.read()
 	if err != nil {

@@ -760,7 +760,12 @@ func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
 		if lead != nil {
 			after, minRun = lead.t, 1
 		}
-		n, tFirst, res, err := r.feed.skipRun(r.secs, tReq, after, minRun, r.supplies)
+		// the next fetch, at the same step, for the walker to read ahead
+		tNext := math.NaN()
+		if r.fetched && tReq > r.lastReq {
+			tNext = tReq + (tReq - r.lastReq)
+		}
+		n, tFirst, res, err := r.feed.skipRun(r.secs, tReq, after, tNext, minRun, r.supplies)
 		if err != nil {
 			return nil, false, err
 		}
@@ -1405,12 +1410,12 @@ func (f *feed) goDense() bool {
 // skipRun passes over the records of a run at the position that applying
 // the run's last record alone makes superseded (see Reader.skipRun),
 // returning how many; only a sparse feed does.
-func (f *feed) skipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*Record) bool) (int, float64, runResult, error) {
+func (f *feed) skipRun(secs func(time.Time) float64, tReq, after, tNext float64, minRun int, ok func(*Record) bool) (int, float64, runResult, error) {
 	if !f.sparse || f.pf != nil || f.r == nil {
 		return 0, 0, runNone, nil
 	}
 	f.r.out = f.out // where read decodes the record Next returns
-	return f.r.skipRun(secs, tReq, after, minRun, ok)
+	return f.r.skipRun(secs, tReq, after, tNext, minRun, ok)
 }
 
 // peek returns the record the following next will return, nil if it is

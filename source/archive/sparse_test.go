@@ -96,7 +96,7 @@ func TestReplaySparse(t *testing.T) {
 	walkBatch = 3
 	g0 := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(7))
-	refused0 := runsRefused.Load()
+	refused0, taken0 := runsRefused.Load(), aheadTaken.Load()
 	var passed, switches, cases, sparseTimelines int
 	for ti, as := range sets {
 		var recTimes []time.Time
@@ -195,9 +195,12 @@ func TestReplaySparse(t *testing.T) {
 			sparseTimelines++
 		}
 	}
-	refused := runsRefused.Load() - refused0
-	t.Logf("%d cases over %d timelines: %d records passed over (in %d timelines), %d runs refused, %d switches between dense and sparse reading",
-		cases, len(sets), passed, sparseTimelines, refused, switches)
+	refused, taken := runsRefused.Load()-refused0, aheadTaken.Load()-taken0
+	t.Logf("%d cases over %d timelines: %d records passed over (in %d timelines), %d runs refused, %d runs' last records read ahead, %d switches between dense and sparse reading",
+		cases, len(sets), passed, sparseTimelines, refused, taken, switches)
+	if taken == 0 {
+		t.Error("no run's last records were read ahead by the walker")
+	}
 	if sparseTimelines < len(sets)/2 {
 		t.Errorf("records were passed over in only %d timelines of %d", sparseTimelines, len(sets))
 	}
@@ -356,6 +359,7 @@ func TestReplaySparseGrowing(t *testing.T) {
 		t.Fatal(err)
 	}
 	passed, switches := 0, 0
+	taken0 := aheadTaken.Load()
 	for seed := int64(0); seed < 40; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		var cuts []int // the volume's size after each growth
@@ -409,8 +413,9 @@ func TestReplaySparseGrowing(t *testing.T) {
 			t.Errorf("seed %d (volume grown to %v bytes, steps of 1 to %d records): the answers differ from reading every record:%s", seed, cuts, stepMax, d)
 		}
 	}
-	t.Logf("40 growing archives: %d records passed over, %d switches between dense and sparse reading", passed, switches)
-	if passed == 0 || switches == 0 {
+	taken := aheadTaken.Load() - taken0
+	t.Logf("40 growing archives: %d records passed over, %d runs' last records read ahead, %d switches between dense and sparse reading", passed, taken, switches)
+	if passed == 0 || switches == 0 || taken == 0 {
 		t.Error("no record passed over, or no switch: the test misses its purpose")
 	}
 }

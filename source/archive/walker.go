@@ -1,6 +1,12 @@
 package archive
 
-import "os"
+import (
+	"cmp"
+	"math"
+	"os"
+	"slices"
+	"sync/atomic"
+)
 
 // recHead is what a walk over the records of a volume reads of one: its
 // header (length, numpmid, timestamp) and whether its trailer repeats the
@@ -24,65 +30,315 @@ var walkBatch = 64
 // from a record's start, by batches; the walk stops after a record whose
 // length is out of range or whose trailer differs, or at the end of the
 // data (a head marked end). At most four batches are read ahead.
+//
+// Given the times of the fetches to come (see want: a regular step), it
+// also reads ahead the records each fetch's run will end with: the last
+// record at or before the fetch's time and the one after it, which sparse
+// reading then takes (see take) instead of reading them on its own path.
+// It reads up to aheadRuns runs ahead, so that it keeps working while the
+// fetches go on: on this kind of machine a goroutine that had nothing to
+// do takes a few hundred microseconds to run again once given work.
 type walker struct {
 	batches chan []recHead
 	quit    chan struct{}
 	done    chan struct{}
-	cur     []recHead
-	i       int
-	closed  bool // batches is closed: no head after cur
+	wants   chan recWant // the fetches to come (see want)
+	reads   chan recRead // the runs' last records, read for them
+	free    chan []byte  // buffers handed back (see recycle)
+	// busy is 1 + the offset of the records being read for a run (until
+	// handed over), 0 when none
+	busy   atomic.Int64
+	held   *recRead // a read taken from reads that was ahead of the run
+	cur    []recHead
+	i      int
+	closed bool // batches is closed: no head after cur
 }
 
-func startWalker(f *os.File, hdrSize int, from int64) *walker {
-	w := &walker{batches: make(chan []recHead, 4), quit: make(chan struct{}), done: make(chan struct{})}
-	go w.run(f, hdrSize, from)
+// recWant gives the fetches to come: at t, t+step, t+2*step..., the first
+// one's run starting at the record at from (times in seconds, see
+// Replay.secs).
+type recWant struct {
+	from    int64
+	t, step float64
+}
+
+// recRead is the bytes of the file from off: a run's last record and,
+// when not large, the one after it (fewer at the end of the data).
+type recRead struct {
+	off int64
+	b   []byte
+}
+
+const (
+	// walkHist is the number of heads a walker keeps to find the end of a
+	// run among those already walked.
+	walkHist = 1024
+	// aheadRuns is the number of runs whose last records a walker reads
+	// ahead; aheadMax the largest read it makes for one.
+	aheadRuns = 12
+	aheadMax  = 2 << 20
+)
+
+// startWalker starts a walk at from; secs converts a head's timestamp
+// bytes to the replay's seconds (for wants).
+func startWalker(f *os.File, hdrSize int, from int64, secs func(tb []byte) float64) *walker {
+	w := &walker{batches: make(chan []recHead, 4), quit: make(chan struct{}), done: make(chan struct{}),
+		wants: make(chan recWant, 1), reads: make(chan recRead, aheadRuns), free: make(chan []byte, aheadRuns+2)}
+	go w.run(f, hdrSize, from, secs)
 	return w
 }
 
-func (w *walker) run(f *os.File, hl int, pos int64) {
+func (w *walker) run(f *os.File, hl int, pos int64, secs func(tb []byte) float64) {
 	defer close(w.done)
-	defer close(w.batches)
 	h := make([]byte, hl+4) // a trailer, then the header of the next record
-	batch := make([]recHead, 0, walkBatch)
-	send := func() bool {
-		select {
-		case w.batches <- batch:
-			batch = make([]recHead, 0, walkBatch)
-			return true
-		case <-w.quit:
-			return false
+	batch := make([]recHead, 0, walkBatch+1)
+	hist := make([]recHead, 0, walkHist)
+	add := func(e recHead) {
+		batch = append(batch, e)
+		if len(hist) == cap(hist) {
+			hist = hist[:copy(hist, hist[len(hist)/2:])]
 		}
+		hist = append(hist, e)
 	}
-	if k, _ := f.ReadAt(h[4:], pos); k < hl {
-		batch = append(batch, recHead{off: pos, end: true})
-		send()
-		return
-	}
-	for {
+	walking, started, batchesClosed := true, false, false
+	// walk reads the head of the record at pos (and the trailer of the
+	// one before it with it)
+	walk := func() {
+		if !started {
+			started = true
+			if k, _ := f.ReadAt(h[4:], pos); k < hl {
+				add(recHead{off: pos, end: true})
+				walking = false
+				return
+			}
+		}
 		e := recHead{off: pos, len: int32(be32(h[4:])), np: int32(be32(h[hl:]))}
 		copy(e.tb[:], h[8:hl])
 		l := int(e.len)
 		if l < hl+4 || l > maxRecordSize-1 {
-			batch = append(batch, e)
-			send()
+			add(e)
+			walking = false
 			return
 		}
 		k, _ := f.ReadAt(h, pos+int64(l)-4)
 		e.trailer = k >= 4 && int(int32(be32(h))) == l
-		batch = append(batch, e)
+		add(e)
 		if !e.trailer {
-			send()
+			walking = false
 			return
 		}
 		pos += int64(l)
 		if k < len(h) {
-			batch = append(batch, recHead{off: pos, end: true})
-			send()
+			add(recHead{off: pos, end: true})
+			walking = false
+		}
+	}
+	var sched recWant
+	runs := 0 // runs read for sched
+	active := false
+	var rd *recRead // read, not handed over yet
+	apply := func(wt recWant) {
+		sched, runs, active = wt, 0, true
+		if rd != nil {
+			w.putBack(rd.b)
+			rd = nil
+			w.busy.Store(0)
+		}
+	}
+	// readRun reads the last records of the next run of sched, once the
+	// heads walked show them
+	readRun := func() bool {
+		off, n, ok := wantedRun(hist, sched.from, sched.t+float64(runs)*sched.step, hl, secs)
+		if !ok {
+			return false
+		}
+		if n == 0 || n > aheadMax {
+			active = false // the fetches read on their own from there
+			return true
+		}
+		var b []byte
+		select {
+		case b = <-w.free:
+		default:
+		}
+		if cap(b) < n {
+			b = make([]byte, n)
+		}
+		w.busy.Store(off + 1)
+		k, _ := f.ReadAt(b[:n], off)
+		rd = &recRead{off: off, b: b[:k]}
+		sched.from = off
+		runs++
+		return true
+	}
+	for {
+		progress := false
+		if walking && len(batch) < walkBatch {
+			walk()
+			progress = true
+		}
+		if active && rd == nil && readRun() {
+			progress = true
+		}
+		var bc chan<- []recHead
+		if len(batch) >= walkBatch || (!walking && len(batch) > 0) {
+			bc = w.batches
+		}
+		var rc chan<- recRead
+		var r recRead
+		if rd != nil {
+			rc, r = w.reads, *rd
+		}
+		if !walking && len(batch) == 0 && !batchesClosed {
+			close(w.batches)
+			batchesClosed = true
+		}
+		if progress {
+			// hand over what is ready, without waiting
+			select {
+			case bc <- batch:
+				batch = make([]recHead, 0, walkBatch+1)
+			case rc <- r:
+				rd = nil
+				w.busy.Store(0)
+			case wt := <-w.wants:
+				apply(wt)
+			case <-w.quit:
+				return
+			default:
+			}
+			continue
+		}
+		select {
+		case bc <- batch:
+			batch = make([]recHead, 0, walkBatch+1)
+		case rc <- r:
+			rd = nil
+			w.busy.Store(0)
+		case wt := <-w.wants:
+			apply(wt)
+		case <-w.quit:
 			return
 		}
-		if len(batch) == walkBatch && !send() {
-			return
+	}
+}
+
+// wantedRun finds, among the heads walked (hist), where the run from the
+// record at from for a fetch at t ends, as Reader.skipRun finds it: the
+// last record at or before t of the value records in time order from
+// there (the first one at t, if any). It returns the bytes to read: that
+// record and, when not large, the one after it; ok false when the heads
+// walked do not tell yet, n 0 when there is nothing to read.
+func wantedRun(hist []recHead, from int64, t float64, hl int, secs func(tb []byte) float64) (off int64, n int, ok bool) {
+	i, _ := slices.BinarySearchFunc(hist, from, func(e recHead, off int64) int { return cmp.Compare(e.off, off) })
+	if i == len(hist) {
+		return 0, 0, false
+	}
+	if hist[i].off != from {
+		return 0, 0, true // not a record the walk kept
+	}
+	j := -1
+	last := math.Inf(-1)
+	for ; i < len(hist); i++ {
+		e := hist[i]
+		l, np := int(e.len), int(e.np)
+		if e.end || l < hl+4 || l > maxRecordSize-1 || np <= 0 || np > (l-hl-4)/8 || !e.trailer {
+			break
 		}
+		et := secs(e.tb[:])
+		if et > t || et < last {
+			break
+		}
+		j, last = i, et
+		if et == t {
+			i++
+			break
+		}
+	}
+	if j < 0 {
+		return 0, 0, true
+	}
+	if i == len(hist) {
+		return 0, 0, false // the record after j is not walked yet
+	}
+	n = int(hist[j].len)
+	if e := hist[i]; !e.end && e.len >= int32(hl+4) && e.len <= 1<<20 {
+		n += int(e.len)
+	}
+	return hist[j].off, n, true
+}
+
+// putBack keeps a buffer for a later read, if there is room.
+func (w *walker) putBack(b []byte) {
+	select {
+	case w.free <- b:
+	default:
+	}
+}
+
+// want tells the walk the fetches to come (see recWant), replacing what it
+// was told before; it reads their runs' last records ahead from there.
+func (w *walker) want(from int64, t, step float64) {
+	select {
+	case <-w.wants:
+	default:
+	}
+	w.wants <- recWant{from: from, t: t, step: step}
+}
+
+// take returns the bytes read ahead from off when they hold at least n
+// bytes (a run's last records), waiting for a read of them under way; nil
+// otherwise. Reads of runs before off are dropped. The buffer is the
+// caller's; it may hand it back with recycle.
+func (w *walker) take(off int64, n int) []byte {
+	for {
+		var rr recRead
+		if w.held != nil {
+			rr, w.held = *w.held, nil
+		} else {
+			got := false
+			select {
+			case rr = <-w.reads:
+				got = true
+			default:
+			}
+			if !got && w.busy.Load() == off+1 {
+				select {
+				case rr = <-w.reads:
+					got = true
+				case <-w.done:
+				}
+			} else if !got {
+				// the read may have been handed over since the look above
+				select {
+				case rr = <-w.reads:
+					got = true
+				default:
+				}
+			}
+			if !got {
+				return nil
+			}
+		}
+		switch {
+		case rr.off < off:
+			w.recycle(rr.b)
+		case rr.off > off:
+			w.held = &rr
+			return nil
+		case len(rr.b) < n:
+			w.recycle(rr.b)
+			return nil
+		default:
+			return rr.b
+		}
+	}
+}
+
+// recycle hands a buffer back to the walk for later reads.
+func (w *walker) recycle(b []byte) {
+	if cap(b) >= 4<<10 {
+		w.putBack(b[:0])
 	}
 }
 
