@@ -186,10 +186,39 @@ func (m *meta) clone() *meta {
 	return n
 }
 
+// reserve sizes the empty maps of m for the records of b, from their
+// headers alone, so that a first parse grows no map.
+func (m *meta) reserve(b []byte) {
+	descs, texts := 0, 0
+	for pos := 0; len(b)-pos >= 8; {
+		n := int(int32(be32(b[pos:])))
+		if n < 12 || n > len(b)-pos {
+			break
+		}
+		switch be32(b[pos+4:]) {
+		case typeDesc:
+			descs++
+		case typeText:
+			texts++
+		}
+		pos += n
+	}
+	if descs > 0 && len(m.descs) == 0 && len(m.names) == 0 {
+		m.descs = make(map[semantics.PMID]*metricInfo, descs)
+		m.names = make(map[string]semantics.PMID, descs)
+	}
+	if texts > 0 && len(m.texts) == 0 {
+		m.texts = make(map[textKey]string, texts)
+	}
+}
+
 // parse adds the records of b, the part of the .meta file that starts at
 // file offset m.off. It stops cleanly before a truncated last record (the
 // writer may still be at work) and returns the bytes consumed.
 func (m *meta) parse(file string, b []byte) (int, error) {
+	if len(m.descs) == 0 {
+		m.reserve(b)
+	}
 	pos := 0
 	for len(b)-pos >= 4 {
 		off := m.off + int64(pos)
