@@ -188,9 +188,10 @@ type csvRows struct {
 // instHint is the instance last seen at a value position: sets list their
 // instances in the same order time after time.
 type instHint struct {
-	inst  int32
-	ok    bool
-	field []byte
+	inst int32
+	ok   bool
+	// mid is the row's middle: ",metric,instance,"
+	mid []byte
 }
 
 func newCSVRows(metrics []source.Metric, src interface {
@@ -234,15 +235,13 @@ func (c *csvRows) append(b []byte, res *source.Result) []byte {
 		}
 		for j, v := range vals {
 			b = append(b, c.ts...)
-			b = append(b, ',')
-			b = append(b, c.names[i]...)
-			b = append(b, ',')
 			h := &c.hints[i][j]
 			if !h.ok || h.inst != v.Inst {
-				*h = instHint{inst: v.Inst, ok: true, field: c.inst(indom, v.Inst)}
+				mid := append(append([]byte{','}, c.names[i]...), ',')
+				mid = append(append(mid, c.inst(indom, v.Inst)...), ',')
+				*h = instHint{inst: v.Inst, ok: true, mid: mid}
 			}
-			b = append(b, h.field...)
-			b = append(b, ',')
+			b = append(b, h.mid...)
 			if v.Value.Type() == semantics.TypeString {
 				b = appendCSVField(b, string(v.Value.Bytes()), true)
 			} else {
