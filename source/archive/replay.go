@@ -51,6 +51,9 @@ var ErrBackwards = errors.New("replay: time went backwards")
 // record, its records' framing checked (length, trailer, time order, no
 // <mark>) and their value sets not decoded (see Reader.skipRun).
 type Replay struct {
+	// secs and supplies as values, made once (see front)
+	secsFn     func(time.Time) float64
+	suppliesFn func(*Record) bool
 	mu       sync.Mutex
 	archives []*Archive
 	opts     ReplayOptions
@@ -182,6 +185,7 @@ func NewReplay(archives []*Archive, opts ReplayOptions) (*Replay, error) {
 	as := append([]*Archive(nil), archives...)
 	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
 	r := &Replay{archives: as, opts: opts, start: as[0].Label().Start}
+	r.secsFn, r.suppliesFn = r.secs, r.supplies
 	if len(as) == 1 {
 		// one name per entry already, in name order
 		r.metrics = slices.Clone(as[0].Metrics())
@@ -765,7 +769,7 @@ func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
 		if r.fetched && tReq > r.lastReq {
 			tNext = tReq + (tReq - r.lastReq)
 		}
-		n, tFirst, res, err := r.feed.skipRun(r.secs, tReq, after, tNext, minRun, r.supplies)
+		n, tFirst, res, err := r.feed.skipRun(r.secsFn, tReq, after, tNext, minRun, r.suppliesFn)
 		if err != nil {
 			return nil, false, err
 		}

@@ -50,7 +50,8 @@ type walker struct {
 	// busy is 1 + the offset of the records being read for a run (until
 	// handed over), 0 when none
 	busy   atomic.Int64
-	held   *recRead // a read taken from reads that was ahead of the run
+	held   recRead // a read taken from reads that was ahead of the run
+	isHeld bool
 	cur    []recHead
 	i      int
 	closed bool // batches is closed: no head after cur
@@ -138,12 +139,13 @@ func (w *walker) run(f *os.File, hl int, pos int64, secs func(tb []byte) float64
 	var sched recWant
 	runs := 0 // runs read for sched
 	active := false
-	var rd *recRead // read, not handed over yet
+	var rd recRead // read, not handed over yet (when hasRd)
+	hasRd := false
 	apply := func(wt recWant) {
 		sched, runs, active = wt, 0, true
-		if rd != nil {
+		if hasRd {
 			w.putBack(rd.b)
-			rd = nil
+			rd, hasRd = recRead{}, false
 			w.busy.Store(0)
 		}
 	}
@@ -168,7 +170,7 @@ func (w *walker) run(f *os.File, hl int, pos int64, secs func(tb []byte) float64
 		}
 		w.busy.Store(off + 1)
 		k, _ := f.ReadAt(b[:n], off)
-		rd = &recRead{off: off, b: b[:k]}
+		rd, hasRd = recRead{off: off, b: b[:k]}, true
 		sched.from = off
 		runs++
 		return true
@@ -179,7 +181,7 @@ func (w *walker) run(f *os.File, hl int, pos int64, secs func(tb []byte) float64
 			walk()
 			progress = true
 		}
-		if active && rd == nil && readRun() {
+		if active && !hasRd && readRun() {
 			progress = true
 		}
 		var bc chan<- []recHead
@@ -187,9 +189,8 @@ func (w *walker) run(f *os.File, hl int, pos int64, secs func(tb []byte) float64
 			bc = w.batches
 		}
 		var rc chan<- recRead
-		var r recRead
-		if rd != nil {
-			rc, r = w.reads, *rd
+		if hasRd {
+			rc = w.reads
 		}
 		if !walking && len(batch) == 0 && !batchesClosed {
 			close(w.batches)
@@ -200,8 +201,8 @@ func (w *walker) run(f *os.File, hl int, pos int64, secs func(tb []byte) float64
 			select {
 			case bc <- batch:
 				batch = make([]recHead, 0, walkBatch+1)
-			case rc <- r:
-				rd = nil
+			case rc <- rd:
+				rd, hasRd = recRead{}, false
 				w.busy.Store(0)
 			case wt := <-w.wants:
 				apply(wt)
@@ -214,8 +215,8 @@ func (w *walker) run(f *os.File, hl int, pos int64, secs func(tb []byte) float64
 		select {
 		case bc <- batch:
 			batch = make([]recHead, 0, walkBatch+1)
-		case rc <- r:
-			rd = nil
+		case rc <- rd:
+			rd, hasRd = recRead{}, false
 			w.busy.Store(0)
 		case wt := <-w.wants:
 			apply(wt)
@@ -242,7 +243,7 @@ func wantedRun(hist []recHead, from int64, t float64, hl int, secs func(tb []byt
 	j := -1
 	last := math.Inf(-1)
 	for ; i < len(hist); i++ {
-		e := hist[i]
+		e := &hist[i]
 		l, np := int(e.len), int(e.np)
 		if e.end || l < hl+4 || l > maxRecordSize-1 || np <= 0 || np > (l-hl-4)/8 || !e.trailer {
 			break
@@ -295,8 +296,8 @@ func (w *walker) want(from int64, t, step float64) {
 func (w *walker) take(off int64, n int) []byte {
 	for {
 		var rr recRead
-		if w.held != nil {
-			rr, w.held = *w.held, nil
+		if w.isHeld {
+			rr, w.held, w.isHeld = w.held, recRead{}, false
 		} else {
 			got := false
 			select {
@@ -326,7 +327,7 @@ func (w *walker) take(off int64, n int) []byte {
 		case rr.off < off:
 			w.recycle(rr.b)
 		case rr.off > off:
-			w.held = &rr
+			w.held, w.isHeld = rr, true
 			return nil
 		case len(rr.b) < n:
 			w.recycle(rr.b)
