@@ -58,7 +58,7 @@ func (r *Replay) position(t time.Time, tReq float64) error {
 	}
 	var missing []*icp
 	for _, c := range r.want {
-		if c.kPrior == semantics.BoundUndefined {
+		if c.prior.Kind == semantics.BoundUndefined {
 			c.search = true
 			missing = append(missing, c)
 		}
@@ -80,7 +80,7 @@ func (r *Replay) position(t time.Time, tReq float64) error {
 		}
 		k := 0
 		for _, c := range missing {
-			if c.kPrior == semantics.BoundUndefined {
+			if c.prior.Kind == semantics.BoundUndefined {
 				missing[k] = c
 				k++
 			} else {
@@ -219,8 +219,8 @@ func (r *Replay) scanStretch(ai int, ents []IndexEntry, lo, hi int, tReq float64
 func (r *Replay) applyPrior(rec *Record, tThis float64, missing []*icp) {
 	if rec.Mark {
 		for _, c := range missing {
-			if tThis >= c.tPrior {
-				c.tPrior, c.kPrior, c.scPrior = tThis, semantics.BoundMark, false
+			if tThis >= c.prior.T {
+				c.prior.T, c.prior.Kind, c.scPrior = tThis, semantics.BoundMark, false
 			}
 		}
 		return
@@ -240,9 +240,9 @@ func (r *Replay) applyPrior(rec *Record, tThis float64, missing []*icp) {
 			if c == nil || !c.search || !c.inresult {
 				continue
 			}
-			if tThis >= c.tPrior {
-				c.tPrior, c.kPrior = tThis, semantics.BoundValue
-				setValue(&c.vPrior, iv.Value, &c.bPrior)
+			if tThis >= c.prior.T {
+				c.prior.T, c.prior.Kind = tThis, semantics.BoundValue
+				setValue(&c.prior.V, iv.Value, &c.bPrior)
 			}
 		}
 	}
@@ -275,8 +275,8 @@ func (r *Replay) restartFromStart(t time.Time, tReq float64) error {
 		}
 		clear(pm.hint)
 		for _, c := range pm.icps {
-			c.tPrior, c.kPrior, c.scPrior, c.vPrior = -1, semantics.BoundUndefined, false, semantics.Value{}
-			c.tNext, c.kNext, c.scNext, c.vNext = -1, semantics.BoundUndefined, false, semantics.Value{}
+			c.prior.T, c.prior.Kind, c.scPrior, c.prior.V = -1, semantics.BoundUndefined, false, semantics.Value{}
+			c.next.T, c.next.Kind, c.scNext, c.next.V = -1, semantics.BoundUndefined, false, semantics.Value{}
 			c.search = false
 		}
 	}

@@ -54,10 +54,10 @@ type Replay struct {
 	// secs and supplies as values, made once (see front)
 	secsFn     func(time.Time) float64
 	suppliesFn func(*Record) bool
-	mu       sync.Mutex
-	archives []*Archive
-	opts     ReplayOptions
-	start    time.Time // label start of the first archive: time origin
+	mu         sync.Mutex
+	archives   []*Archive
+	opts       ReplayOptions
+	start      time.Time // label start of the first archive: time origin
 
 	metrics []source.Metric
 	descs   map[semantics.PMID]semantics.Desc
@@ -143,19 +143,16 @@ type icp struct {
 	inst     int32
 	inresult bool
 	search   bool
-	kPrior   semantics.BoundKind
-	kNext    semantics.BoundKind
 	scPrior  bool // SCANNED: no need to search back again
 	scNext   bool
-	tPrior   float64
-	tNext    float64
-	vPrior   semantics.Value
-	vNext    semantics.Value
-	tFirst   float64
-	tLast    float64
-	gen      uint32 // supplies' mark
-	bPrior   []byte
-	bNext    []byte
+	// the bounds, as semantics.Interpolate takes them
+	prior  semantics.Bound
+	next   semantics.Bound
+	tFirst float64
+	tLast  float64
+	gen    uint32 // supplies' mark
+	bPrior []byte
+	bNext  []byte
 	// time_caliper: with caliper set, the instance is in the result only
 	// from birth to death
 	caliper      bool
@@ -334,7 +331,7 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 	pm.byInst = make(map[int32]*icp, len(insts))
 	for i, inst := range insts {
 		c := &store[i]
-		*c = icp{inst: inst, tPrior: -1, tNext: -1, tFirst: -1, tLast: -1}
+		*c = icp{inst: inst, prior: semantics.Bound{T: -1}, next: semantics.Bound{T: -1}, tFirst: -1, tLast: -1}
 		if b, ok := cal[inst]; ok {
 			c.caliper, c.birth, c.death = true, b[0], b[1]
 		}
@@ -459,7 +456,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		if c.tFirst >= 0 && tReq < c.tFirst {
 			continue
 		}
-		if c.tPrior < 0 || c.tPrior > tReq {
+		if c.prior.T < 0 || c.prior.T > tReq {
 			if back == 0 && !doneRoll {
 				doneRoll = true
 				if err := r.roll(tReq, &seenMark); err != nil {
@@ -467,9 +464,9 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 				}
 			}
 		}
-		if (c.kPrior == semantics.BoundUndefined && !c.scPrior) ||
-			(c.tPrior > tReq && !c.scPrior) ||
-			(c.kNext == semantics.BoundMark && c.tPrior == tReq) {
+		if (c.prior.Kind == semantics.BoundUndefined && !c.scPrior) ||
+			(c.prior.T > tReq && !c.scPrior) ||
+			(c.next.Kind == semantics.BoundMark && c.prior.T == tReq) {
 			back++
 			c.search = true
 		}
@@ -482,7 +479,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 			if !c.search {
 				continue
 			}
-			if c.kPrior != semantics.BoundUndefined && c.tPrior <= tReq {
+			if c.prior.Kind != semantics.BoundUndefined && c.prior.T <= tReq {
 				c.scPrior = true
 			} else if c.tFirst < tReq {
 				c.tFirst = tReq
@@ -497,9 +494,9 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		if c.tLast >= 0 && tReq > c.tLast {
 			continue
 		}
-		if (c.kNext == semantics.BoundUndefined && !c.scNext) ||
-			c.tNext < tReq ||
-			(c.kPrior == semantics.BoundMark && c.tNext == tReq) {
+		if (c.next.Kind == semantics.BoundUndefined && !c.scNext) ||
+			c.next.T < tReq ||
+			(c.prior.Kind == semantics.BoundMark && c.next.T == tReq) {
 			forw++
 			c.search = true
 		}
@@ -650,7 +647,7 @@ func (r *Replay) lastSupplied() bool {
 			continue
 		}
 		for _, c := range pm.icps {
-			if c.inresult && (c.kPrior != semantics.BoundValue || c.tPrior != r.lastPos) {
+			if c.inresult && (c.prior.Kind != semantics.BoundValue || c.prior.T != r.lastPos) {
 				return false
 			}
 		}
@@ -922,10 +919,10 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 		}
 	}
 	for _, c := range r.want {
-		if !c.search && !(c.tNext < tReq) {
+		if !c.search && !(c.next.T < tReq) {
 			continue
 		}
-		if c.search && c.tNext < tReq && (c.tLast < 0 || tReq < c.tLast) {
+		if c.search && c.next.T < tReq && (c.tLast < 0 || tReq < c.tLast) {
 			c.tLast = tReq
 			c.scNext = true
 		}
@@ -950,7 +947,7 @@ func (r *Replay) probeKeep(tReq, tFrom float64) func(semantics.PMID) bool {
 			continue
 		}
 		for _, c := range pm.icps {
-			if c.inresult && (c.search || c.tNext < tReq || c.tNext >= tFrom) {
+			if c.inresult && (c.search || c.next.T < tReq || c.next.T >= tFrom) {
 				keep[p] = true
 				break
 			}
@@ -967,10 +964,10 @@ func (r *Replay) probeKeep(tReq, tFrom float64) func(semantics.PMID) bool {
 // tThis < tReq, tThis <= tNext <= tReq, not a mark): a set
 // of this record whose metric and instances all come again in next is
 // skipped, as next leaves every such instance c as it would after both:
-//   - c.tPrior in (tThis, tReq]: this record changes nothing;
-//   - c.tPrior <= tThis: this record sets the lower bound, next overwrites
-//     it, and neither touches the upper one (c.tPrior < tReq);
-//   - c.tPrior > tReq: this record moves it to the upper bound if earlier
+//   - c.prior.T in (tThis, tReq]: this record changes nothing;
+//   - c.prior.T <= tThis: this record sets the lower bound, next overwrites
+//     it, and neither touches the upper one (c.prior.T < tReq);
+//   - c.prior.T > tReq: this record moves it to the upper bound if earlier
 //     than that one and sets tThis; next, from the state before, makes the
 //     same move and sets tNext; from the state after, it only sets tNext.
 //
@@ -980,14 +977,14 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 	tThis := w.t
 	if w.mark {
 		for _, c := range r.want {
-			if tThis <= tReq && (tThis >= c.tPrior || c.tPrior > tReq) {
-				c.tPrior, c.kPrior, c.scPrior = tThis, semantics.BoundMark, false
+			if tThis <= tReq && (tThis >= c.prior.T || c.prior.T > tReq) {
+				c.prior.T, c.prior.Kind, c.scPrior = tThis, semantics.BoundMark, false
 				if seenMark != nil {
 					*seenMark = true
 				}
 			}
-			if tThis >= tReq && (tThis <= c.tNext || c.tNext < 0 || c.tNext < tReq) {
-				c.tNext, c.kNext, c.scNext = tThis, semantics.BoundMark, false
+			if tThis >= tReq && (tThis <= c.next.T || c.next.T < 0 || c.next.T < tReq) {
+				c.next.T, c.next.Kind, c.scNext = tThis, semantics.BoundMark, false
 				if c.search && done != nil {
 					c.search = false
 					*done++
@@ -1038,21 +1035,21 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 			if !c.inresult {
 				continue
 			}
-			if tThis <= tReq && (c.tPrior > tReq || tThis >= c.tPrior) {
-				if c.tPrior < c.tNext && c.tPrior >= tReq {
-					c.tNext, c.kNext, c.scNext = c.tPrior, c.kPrior, false
-					setValue(&c.vNext, c.vPrior, &c.bNext)
+			if tThis <= tReq && (c.prior.T > tReq || tThis >= c.prior.T) {
+				if c.prior.T < c.next.T && c.prior.T >= tReq {
+					c.next.T, c.next.Kind, c.scNext = c.prior.T, c.prior.Kind, false
+					setValue(&c.next.V, c.prior.V, &c.bNext)
 				}
-				c.tPrior, c.kPrior = tThis, semantics.BoundValue
-				setValue(&c.vPrior, iv.Value, &c.bPrior)
+				c.prior.T, c.prior.Kind = tThis, semantics.BoundValue
+				setValue(&c.prior.V, iv.Value, &c.bPrior)
 			}
-			if tThis >= tReq && (c.tNext < tReq || tThis <= c.tNext) {
-				if c.tPrior < c.tNext && c.tNext <= tReq {
-					c.tPrior, c.kPrior, c.scPrior = c.tNext, c.kNext, false
-					setValue(&c.vPrior, c.vNext, &c.bPrior)
+			if tThis >= tReq && (c.next.T < tReq || tThis <= c.next.T) {
+				if c.prior.T < c.next.T && c.next.T <= tReq {
+					c.prior.T, c.prior.Kind, c.scPrior = c.next.T, c.next.Kind, false
+					setValue(&c.prior.V, c.next.V, &c.bPrior)
 				}
-				c.tNext, c.kNext = tThis, semantics.BoundValue
-				setValue(&c.vNext, iv.Value, &c.bNext)
+				c.next.T, c.next.Kind = tThis, semantics.BoundValue
+				setValue(&c.next.V, iv.Value, &c.bNext)
 				if forw && c.search && done != nil {
 					c.search = false
 					*done++
@@ -1206,16 +1203,14 @@ func (r *Replay) answer(pmids []semantics.PMID, pms []*pmState, tReq float64, se
 			if !c.inresult {
 				continue
 			}
-			prior := semantics.Bound{Kind: c.kPrior, T: c.tPrior, V: c.vPrior}
-			next := semantics.Bound{Kind: c.kNext, T: c.tNext, V: c.vNext}
 			if d.Sem == semantics.SemDiscrete {
-				if c.kPrior != semantics.BoundValue || c.tPrior > tReq {
+				if c.prior.Kind != semantics.BoundValue || c.prior.T > tReq {
 					c.inresult = false
 					numval--
 					continue
 				}
 			} else {
-				if c.kPrior != semantics.BoundValue || c.tPrior > tReq || c.kNext != semantics.BoundValue || c.tNext < tReq {
+				if c.prior.Kind != semantics.BoundValue || c.prior.T > tReq || c.next.Kind != semantics.BoundValue || c.next.T < tReq {
 					c.inresult = false
 					numval--
 					continue
@@ -1232,7 +1227,7 @@ func (r *Replay) answer(pmids []semantics.PMID, pms []*pmState, tReq float64, se
 					}
 				}
 			}
-			v, ok := interpolateAt(d, r.opts.Interp, &prior, &next, tReq)
+			v, ok := interpolateAt(d, r.opts.Interp, &c.prior, &c.next, tReq)
 			if !ok {
 				continue
 			}
