@@ -419,3 +419,40 @@ func TestReplaySparseGrowing(t *testing.T) {
 		t.Error("no record passed over, or no switch: the test misses its purpose")
 	}
 }
+
+// TestWalkerHead: a head that sparse reading reads itself when the walk is
+// behind (walker.head) is the walk's own, record after record, for every
+// plain volume of the sparse timelines, framing-broken copies included.
+func TestWalkerHead(t *testing.T) {
+	_, sets, _ := sparseTimelines(t)
+	heads := 0
+	for _, as := range sets {
+		for _, a := range as {
+			hl := a.Records().hdrSize
+			for _, vf := range a.state().vols {
+				if compressionOf(vf.path) != "" {
+					continue
+				}
+				f, err := os.Open(vf.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := startWalker(f, hl, int64(labelSize(a.Label().Version)), func([]byte) float64 { return 0 })
+				for b := range w.batches {
+					for _, e := range b {
+						if got := w.head(e.off); got != e {
+							t.Errorf("%s at %d: head read alone %+v, walked %+v", vf.path, e.off, got, e)
+						}
+						heads++
+					}
+				}
+				w.stop()
+				f.Close()
+			}
+		}
+	}
+	if heads < 1000 {
+		t.Errorf("only %d heads compared", heads)
+	}
+	t.Logf("%d heads compared", heads)
+}
