@@ -51,7 +51,10 @@ type walker struct {
 	free    chan []byte  // buffers handed back (see recycle)
 	// busy is 1 + the offset of the records being read for a run (until
 	// handed over), 0 when none
-	busy   atomic.Int64
+	busy atomic.Int64
+	// front is the offset after the last head the reader read itself
+	// (see at): the walk goes on from there when behind
+	front  atomic.Int64
 	held   recRead // a read taken from reads that was ahead of the run
 	isHeld bool
 	cur    []recHead
@@ -109,6 +112,10 @@ func (w *walker) run(f *os.File, hl int, pos int64, secs func(tb []byte) float64
 	// walk reads the head of the record at pos (and the trailer of the
 	// one before it with it)
 	walk := func() {
+		if front := w.front.Load(); front > pos {
+			// the reader read the heads up to front itself: on from there
+			pos, started = front, false
+		}
 		if !started {
 			started = true
 			if k, _ := f.ReadAt(h[4:], pos); k < hl {
@@ -235,12 +242,11 @@ func (w *walker) run(f *os.File, hl int, pos int64, secs func(tb []byte) float64
 // record and, when not large, the one after it; ok false when the heads
 // walked do not tell yet, n 0 when there is nothing to read.
 func wantedRun(hist []recHead, from int64, t float64, hl int, secs func(tb []byte) float64) (off int64, n int, ok bool) {
+	// from, or the first record after it the walk met (it goes on from
+	// where the reader is when behind)
 	i, _ := slices.BinarySearchFunc(hist, from, func(e recHead, off int64) int { return cmp.Compare(e.off, off) })
 	if i == len(hist) {
 		return 0, 0, false
-	}
-	if hist[i].off != from {
-		return 0, 0, true // not a record the walk kept
 	}
 	j := -1
 	last := math.Inf(-1)
@@ -366,8 +372,13 @@ func (w *walker) at(off int64) (recHead, bool) {
 		case b, ok = <-w.batches:
 		default:
 			// the walk is behind (its goroutine may not have run yet):
-			// this head is read here rather than waited for
-			return w.head(off), true
+			// this head is read here rather than waited for, and the
+			// walk goes on after it
+			e := w.head(off)
+			if e.trailer {
+				w.front.Store(off + int64(e.len))
+			}
+			return e, true
 		}
 		if !ok {
 			w.closed = true
