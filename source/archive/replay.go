@@ -73,8 +73,12 @@ type Replay struct {
 
 	feed    *feed
 	setHint []setHint // the metric at each set position of the last record
-	view    winRec    // the reader's current record, seen in place
-	win     []*winRec // records read ahead of the position, oldest first
+	// the same for the records supplies and fillWin see (the reader's,
+	// before the window leaves out the metrics not followed)
+	supHint, winHint []setHint
+	pmList           []*pmState // the states of r.pms that are not nil
+	view             winRec     // the reader's current record, seen in place
+	win              []*winRec  // records read ahead of the position, oldest first
 	// values held in win
 	winValues int
 	spare     []*winRec
@@ -297,8 +301,8 @@ func (r *Replay) reset() {
 	for p := range r.pms {
 		r.pms[p] = r.newPM(p)
 	}
+	r.pmsChanged()
 	r.lastPMIDs = r.lastPMIDs[:0] // their states are new
-	r.setHint = r.setHint[:0]
 	r.fetched = false
 	r.moved, r.fetches, r.backoff, r.sparseWait = 0, 0, 0, 0
 	r.passedBefore, r.refusedBefore = r.passed, r.refused
@@ -351,6 +355,33 @@ func (r *Replay) followed() func(semantics.PMID) bool {
 		}
 	}
 	return func(p semantics.PMID) bool { return set[p] }
+}
+
+// pmsChanged follows a change of r.pms: the list of states is made anew
+// and every hint forgotten.
+func (r *Replay) pmsChanged() {
+	r.pmList = r.pmList[:0]
+	for _, pm := range r.pms {
+		if pm != nil {
+			r.pmList = append(r.pmList, pm)
+		}
+	}
+	r.setHint, r.supHint, r.winHint = r.setHint[:0], r.supHint[:0], r.winHint[:0]
+}
+
+// pmAt returns the state of p, the metric at set position i of a record,
+// through hints: records list their metrics in the same order time after
+// time, so the metric at each position is remembered before asking the
+// map.
+func (r *Replay) pmAt(hints *[]setHint, i int, p semantics.PMID) *pmState {
+	if i >= len(*hints) {
+		*hints = append(*hints, make([]setHint, i+1-len(*hints))...)
+	}
+	h := &(*hints)[i]
+	if !h.ok || h.pmid != p {
+		*h = setHint{pmid: p, pm: r.pms[p], ok: true}
+	}
+	return h.pm
 }
 
 // follows reports whether the replay follows a metric (the readers skip
@@ -411,6 +442,9 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 			r.pms[p] = r.newPM(p)
 			added = true
 		}
+	}
+	if added {
+		r.pmsChanged()
 	}
 	if r.fetched && (tReq < r.lastReq || added) {
 		r.reset()
@@ -642,10 +676,7 @@ func (r *Replay) lastSupplied() bool {
 	if r.lastPosMark {
 		return false
 	}
-	for _, pm := range r.pms {
-		if pm == nil {
-			continue
-		}
+	for _, pm := range r.pmList {
 		for _, c := range pm.icps {
 			if c.inresult && (c.prior.Kind != semantics.BoundValue || c.prior.T != r.lastPos) {
 				return false
@@ -673,11 +704,9 @@ const sparseRun = 4
 func (r *Replay) supplies(rec *Record) bool {
 	r.gen++
 	if r.gen == 0 { // wrapped: no instance may hold a stale mark
-		for _, pm := range r.pms {
-			if pm != nil {
-				for _, c := range pm.icps {
-					c.gen = 0
-				}
+		for _, pm := range r.pmList {
+			for _, c := range pm.icps {
+				c.gen = 0
 			}
 		}
 		r.gen = 1
@@ -687,7 +716,7 @@ func (r *Replay) supplies(rec *Record) bool {
 		if set.Err != nil {
 			continue
 		}
-		pm := r.pms[set.PMID]
+		pm := r.pmAt(&r.supHint, i, set.PMID)
 		if pm == nil {
 			continue
 		}
@@ -710,10 +739,7 @@ func (r *Replay) supplies(rec *Record) bool {
 			}
 		}
 	}
-	for _, pm := range r.pms {
-		if pm == nil {
-			continue
-		}
+	for _, pm := range r.pmList {
 		for _, c := range pm.icps {
 			if c.inresult && c.gen != r.gen {
 				return false
@@ -994,18 +1020,9 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 		}
 		return
 	}
-	if len(r.setHint) < len(w.sets) {
-		r.setHint = append(r.setHint, make([]setHint, len(w.sets)-len(r.setHint))...)
-	}
 	for i := range w.sets {
 		set := &w.sets[i]
-		// records list their metrics in the same order time after time:
-		// remember which metric was at each position before asking the map
-		h := &r.setHint[i]
-		if !h.ok || h.pmid != set.PMID {
-			*h = setHint{pmid: set.PMID, pm: r.pms[set.PMID], ok: true}
-		}
-		pm := h.pm
+		pm := r.pmAt(&r.setHint, i, set.PMID)
 		if pm == nil || set.Err != nil {
 			continue
 		}
@@ -1104,8 +1121,8 @@ func (r *Replay) fillWin(w *winRec, rec *Record, ai int) {
 	w.sets = w.sets[:0]
 	w.vals = w.vals[:0]
 	w.buf = w.buf[:0]
-	for _, s := range rec.Sets {
-		if r.pms[s.PMID] == nil {
+	for i, s := range rec.Sets {
+		if r.pmAt(&r.winHint, i, s.PMID) == nil {
 			continue
 		}
 		w.vals = append(w.vals, s.Values...)
@@ -1116,8 +1133,8 @@ func (r *Replay) fillWin(w *winRec, rec *Record, ai int) {
 		}
 	}
 	vi, bi := 0, 0
-	for _, s := range rec.Sets {
-		if r.pms[s.PMID] == nil {
+	for i, s := range rec.Sets {
+		if r.winHint[i].pm == nil { // as the loop above found
 			continue
 		}
 		vals := w.vals[vi : vi+len(s.Values) : vi+len(s.Values)]
