@@ -142,25 +142,26 @@ type setHint struct {
 }
 
 type icp struct {
-	// what a record's value of the instance reads and writes first, in one
-	// cache line: the update of a numeric prior touches nothing else
+	// what every fetch reads of every wanted instance first, in one cache
+	// line (its passes, supplies, answer), then the bounds: the update of
+	// a numeric prior touches nothing else
 	inst     int32
 	inresult bool
 	search   bool
 	scPrior  bool // SCANNED: no need to search back again
 	scNext   bool
-	// the bounds, as semantics.Interpolate takes them
-	prior  semantics.Bound
-	next   semantics.Bound
-	tFirst float64
-	tLast  float64
-	gen    uint32 // supplies' mark
-	bPrior []byte
-	bNext  []byte
+	gen      uint32 // supplies' mark
 	// time_caliper: with caliper set, the instance is in the result only
 	// from birth to death
-	caliper      bool
+	caliper bool
+	tFirst  float64
+	tLast   float64
+	// the bounds, as semantics.Interpolate takes them
+	prior        semantics.Bound
+	next         semantics.Bound
 	birth, death float64
+	bPrior       []byte
+	bNext        []byte
 }
 
 type winRec struct {
