@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -457,6 +458,42 @@ func (a *Archive) Instances(indom semantics.InDom) []source.Instance {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return a.withLabels(indom, out)
+}
+
+// instanceIDs returns the ids of Instances(indom), without their names
+// and labels: the union over all the indom's records, in id order.
+func (a *Archive) instanceIDs(indom semantics.InDom) []int32 {
+	snaps := a.state().meta.indoms[indom]
+	if len(snaps) == 1 {
+		out := make([]int32, len(snaps[0].insts))
+		for i, in := range snaps[0].insts {
+			out[i] = in.ID
+		}
+		slices.Sort(out)
+		return out
+	}
+	seen := map[int32]bool{}
+	var out []int32
+	for _, s := range snaps {
+		for _, in := range s.insts {
+			if !seen[in.ID] {
+				seen[in.ID] = true
+				out = append(out, in.ID)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// instancesAt is InstancesAt without labels, shared: not to be changed.
+func (a *Archive) instancesAt(indom semantics.InDom, t time.Time) []source.Instance {
+	snaps := a.state().meta.indoms[indom]
+	i := sort.Search(len(snaps), func(i int) bool { return snaps[i].t.After(t) }) - 1
+	if i < 0 {
+		return nil
+	}
+	return snaps[i].insts
 }
 
 // InstancesAt returns the instance domain in force at t: the newest indom

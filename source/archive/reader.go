@@ -174,8 +174,8 @@ func (v *volReader) fill(n int) bool {
 }
 
 // fillExact is fill reading no byte past buf[r+n]. The buffer doubles (from
-// 4 KiB) only while full of data, so it stays within twice the largest
-// record read.
+// 4 KiB) only while full of data, or takes n bytes at once up to 1 MiB, so
+// it stays within twice the largest record read (or 1 MiB).
 func (v *volReader) fillExact(n int) bool {
 	for v.w-v.r < n {
 		if v.eof || v.err != nil {
@@ -186,8 +186,10 @@ func (v *volReader) fillExact(n int) bool {
 			v.w -= v.r
 			v.r = 0
 		}
-		if v.w == len(v.buf) {
-			nb := make([]byte, max(2*len(v.buf), 4<<10))
+		if v.w == len(v.buf) || len(v.buf) < min(n, 1<<20) {
+			// a record up to 1 MiB gets its size at once, a larger one
+			// doubles as its data comes
+			nb := make([]byte, max(2*len(v.buf), 4<<10, min(n, 1<<20)))
 			copy(nb, v.buf[:v.w])
 			v.buf = nb
 		}

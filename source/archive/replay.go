@@ -237,6 +237,19 @@ func (r *Replay) Archives() []*Archive { return r.archives }
 // Metrics returns every metric of the archives, in name order.
 func (r *Replay) Metrics() []source.Metric { return r.metrics }
 
+// instanceIDs returns the ids of Instances(indom), in id order.
+func (r *Replay) instanceIDs(indom semantics.InDom) []int32 {
+	if len(r.archives) == 1 {
+		return r.archives[0].instanceIDs(indom)
+	}
+	var out []int32
+	for _, a := range r.archives {
+		out = append(out, a.instanceIDs(indom)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Instances returns every instance the archives list for the domain (the
 // union, as pmGetInDomArchive), by id.
 func (r *Replay) Instances(indom semantics.InDom) []source.Instance {
@@ -318,11 +331,7 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 	insts := []int32{semantics.InNull}
 	var cal map[int32][2]float64 // birth, death (seconds from start)
 	if d.InDom != semantics.InDomNull {
-		ins := r.Instances(d.InDom)
-		insts = make([]int32, len(ins))
-		for i, in := range ins {
-			insts[i] = in.ID
-		}
+		insts = r.instanceIDs(d.InDom)
 		var ok bool
 		if cal, ok = r.calipers[d.InDom]; !ok {
 			cal = r.caliper(d.InDom)
@@ -1165,7 +1174,7 @@ func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
 	for _, a := range r.archives {
 		for _, ct := range a.InDomChanges(indom) {
 			s := snap{t: r.secs(ct), insts: map[int32]bool{}}
-			for _, in := range a.InstancesAt(indom, ct) {
+			for _, in := range a.instancesAt(indom, ct) {
 				s.insts[in.ID] = true
 			}
 			if len(s.insts) >= hashThreshold {
