@@ -110,14 +110,19 @@ func selectMetrics(metrics []source.Metric, args []string) ([]source.Metric, err
 	if len(args) == 0 {
 		return append([]source.Metric(nil), sorted...), nil
 	}
+	// the metric itself, then its subtree: each a stretch of the sorted list
+	at := func(name string) int {
+		return sort.Search(len(sorted), func(i int) bool { return sorted[i].Name >= name })
+	}
 	var out []source.Metric
 	for _, a := range args {
 		n := len(out)
+		if i := at(a); i < len(sorted) && sorted[i].Name == a {
+			out = append(out, sorted[i])
+		}
 		prefix := a + "."
-		for _, m := range sorted {
-			if m.Name == a || strings.HasPrefix(m.Name, prefix) {
-				out = append(out, m)
-			}
+		for i := at(prefix); i < len(sorted) && strings.HasPrefix(sorted[i].Name, prefix); i++ {
+			out = append(out, sorted[i])
 		}
 		if len(out) == n {
 			return nil, fmt.Errorf("%s: Unknown metric name", a)
