@@ -37,7 +37,14 @@ func main() {
 
 func run(args []string) int {
 	app := kingpin.New("pcp-exporter", "Bridge Performance Co-Pilot (PCP) MMV files and archives to Prometheus and OpenTelemetry.")
-	app.Version(version.Print("pcp-exporter"))
+	// kingpin's Version, with the text made only when asked for (it runs a
+	// template: a cost on every start otherwise)
+	app.VersionFlag = app.Flag("version", "Show application version.").PreAction(func(*kingpin.ParseContext) error {
+		fmt.Fprintln(os.Stdout, version.Print("pcp-exporter"))
+		os.Exit(0)
+		return nil
+	})
+	app.VersionFlag.Bool()
 	app.HelpFlag.Short('h')
 	app.UsageWriter(os.Stdout)
 	app.ErrorWriter(os.Stderr)
