@@ -92,12 +92,13 @@ const (
 func startWalker(f *os.File, hdrSize int, from int64, secs func(tb []byte) float64) *walker {
 	w := &walker{f: f, hl: hdrSize, batches: make(chan []recHead, 4), quit: make(chan struct{}), done: make(chan struct{}),
 		wants: make(chan recWant, 1), reads: make(chan recRead, aheadRuns), free: make(chan []byte, aheadRuns+2)}
-	go w.run(f, hdrSize, from, secs)
+	go w.run(from, secs)
 	return w
 }
 
-func (w *walker) run(f *os.File, hl int, pos int64, secs func(tb []byte) float64) {
+func (w *walker) run(pos int64, secs func(tb []byte) float64) {
 	defer close(w.done)
+	f, hl := w.f, w.hl
 	h := make([]byte, hl+4) // a trailer, then the header of the next record
 	batch := make([]recHead, 0, walkBatch+1)
 	hist := make([]recHead, 0, walkHist)
@@ -353,9 +354,10 @@ func (w *walker) recycle(b []byte) {
 	}
 }
 
-// at returns the head of the record at off, waiting for the walk to reach
-// it; false when the walk stopped before (or passed it: off is not a
-// record's start it walked).
+// at returns the head of the record at off: the walk's, or read here when
+// the walk has not handed it over yet (the walk then goes on after it);
+// false when the walk stopped before (or passed it: off is not a record's
+// start it walked).
 func (w *walker) at(off int64) (recHead, bool) {
 	for {
 		for ; w.i < len(w.cur); w.i++ {
