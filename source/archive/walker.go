@@ -206,23 +206,13 @@ func (w *walker) run(pos int64, secs func(tb []byte) float64) {
 			close(w.batches)
 			batchesClosed = true
 		}
+		// hand over what is ready; wait only when there is nothing to do
+		var goOn <-chan struct{}
 		if progress {
-			// hand over what is ready, without waiting
-			select {
-			case bc <- batch:
-				batch = make([]recHead, 0, walkBatch+1)
-			case rc <- rd:
-				rd, hasRd = recRead{}, false
-				w.busy.Store(0)
-			case wt := <-w.wants:
-				apply(wt)
-			case <-w.quit:
-				return
-			default:
-			}
-			continue
+			goOn = closedChan
 		}
 		select {
+		case <-goOn:
 		case bc <- batch:
 			batch = make([]recHead, 0, walkBatch+1)
 		case rc <- rd:
@@ -235,6 +225,13 @@ func (w *walker) run(pos int64, secs func(tb []byte) float64) {
 		}
 	}
 }
+
+// closedChan is always ready to receive from.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // wantedRun finds, among the heads walked (hist), where the run from the
 // record at from for a fetch at t ends, as Reader.skipRun finds it: the
