@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -445,6 +444,22 @@ func (a *Archive) Metrics() []source.Metric {
 // domain (the union over all its records, as pmGetInDomArchive), by id, with
 // their instance labels. A name changed by a later record keeps the first.
 func (a *Archive) Instances(indom semantics.InDom) []source.Instance {
+	return a.withLabels(indom, a.instancesAll(indom))
+}
+
+// instanceIDs returns the ids of Instances(indom) (no names or labels
+// made).
+func (a *Archive) instanceIDs(indom semantics.InDom) []int32 {
+	ins := a.instancesAll(indom)
+	out := make([]int32, len(ins))
+	for i, in := range ins {
+		out[i] = in.ID
+	}
+	return out
+}
+
+// instancesAll is Instances without labels.
+func (a *Archive) instancesAll(indom semantics.InDom) []source.Instance {
 	snaps := a.state().meta.indoms[indom]
 	seen := map[int32]bool{}
 	var out []source.Instance
@@ -457,32 +472,6 @@ func (a *Archive) Instances(indom semantics.InDom) []source.Instance {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return a.withLabels(indom, out)
-}
-
-// instanceIDs returns the ids of Instances(indom), without their names
-// and labels: the union over all the indom's records, in id order.
-func (a *Archive) instanceIDs(indom semantics.InDom) []int32 {
-	snaps := a.state().meta.indoms[indom]
-	if len(snaps) == 1 {
-		out := make([]int32, len(snaps[0].insts))
-		for i, in := range snaps[0].insts {
-			out[i] = in.ID
-		}
-		slices.Sort(out)
-		return out
-	}
-	seen := map[int32]bool{}
-	var out []int32
-	for _, s := range snaps {
-		for _, in := range s.insts {
-			if !seen[in.ID] {
-				seen[in.ID] = true
-				out = append(out, in.ID)
-			}
-		}
-	}
-	slices.Sort(out)
 	return out
 }
 
@@ -499,13 +488,11 @@ func (a *Archive) instancesAt(indom semantics.InDom, t time.Time) []source.Insta
 // InstancesAt returns the instance domain in force at t: the newest indom
 // record at or before t, deltas applied; nil if there is none.
 func (a *Archive) InstancesAt(indom semantics.InDom, t time.Time) []source.Instance {
-	snaps := a.state().meta.indoms[indom]
-	i := sort.Search(len(snaps), func(i int) bool { return snaps[i].t.After(t) }) - 1
-	if i < 0 {
+	ins := a.instancesAt(indom, t)
+	if ins == nil {
 		return nil
 	}
-	out := append([]source.Instance(nil), snaps[i].insts...)
-	return a.withLabels(indom, out)
+	return a.withLabels(indom, append([]source.Instance(nil), ins...))
 }
 
 // InDomChanges returns the times at which the instance domain's metadata
