@@ -63,28 +63,11 @@ func Resource(metrics []source.Metric) *resource.Resource {
 	return r
 }
 
-// Generationer is implemented by MMV sources: the creation time of the file
-// a metric comes from, the start of its counters.
-type Generationer interface {
-	Generation(pmid semantics.PMID) time.Time
-}
-
-// fileGeneration adapts a single MMV file (one generation for all metrics).
-type fileGeneration struct {
-	f interface{ Generation() time.Time }
-}
-
-func (g fileGeneration) Generation(semantics.PMID) time.Time { return g.f.Generation() }
-
 // Convert appends the metrics of one fetch result (res, for metrics ms in
 // the same order) at time t.
 func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms []source.Metric, res *source.Result, t time.Time) []metricdata.Metrics {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	gen, _ := src.(Generationer)
-	if f, ok := src.(interface{ Generation() time.Time }); ok && gen == nil {
-		gen = fileGeneration{f}
-	}
 	seenNow := map[string]bool{}
 	insts := map[semantics.InDom]map[int32]*source.Instance{}
 	instance := func(indom semantics.InDom, id int32) *source.Instance {
@@ -141,10 +124,8 @@ func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms 
 			switch {
 			case st == nil:
 				st = &counterState{start: t}
-				if gen != nil {
-					if g := gen.Generation(md.Desc.PMID); !g.IsZero() && !g.After(t) {
-						st.start = g
-					}
+				if g := source.GenerationOf(src, md.Desc.PMID); !g.IsZero() && !g.After(t) {
+					st.start = g
 				}
 				c.state[key] = st
 			case !c.seen[key]:
@@ -152,10 +133,8 @@ func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms 
 			case v < st.last:
 				st.start = st.lastT // reset between the last point and this one
 			}
-			if gen != nil {
-				if g := gen.Generation(md.Desc.PMID); !g.IsZero() && g.After(st.start) && !g.After(t) {
-					st.start = g // a new generation of the file
-				}
+			if g := source.GenerationOf(src, md.Desc.PMID); !g.IsZero() && g.After(st.start) && !g.After(t) {
+				st.start = g // a new generation of the file
 			}
 			st.last, st.lastT = v, t
 			sum = append(sum, metricdata.DataPoint[float64]{Attributes: set, StartTime: st.start, Time: t, Value: v})
@@ -181,14 +160,7 @@ type pinnedSource struct {
 }
 
 func pinSource(src source.Source, ms []source.Metric, res *source.Result) *pinnedSource {
-	p := &pinnedSource{Source: src, insts: map[semantics.InDom][]source.Instance{}}
-	gen, _ := src.(Generationer)
-	if f, ok := src.(interface{ Generation() time.Time }); ok && gen == nil {
-		gen = fileGeneration{f}
-	}
-	if gen != nil {
-		p.gens = map[semantics.PMID]time.Time{}
-	}
+	p := &pinnedSource{Source: src, insts: map[semantics.InDom][]source.Instance{}, gens: map[semantics.PMID]time.Time{}}
 	for i := range ms {
 		if i >= len(res.Sets) || res.Sets[i].Err != nil || len(res.Sets[i].Values) == 0 {
 			continue
@@ -197,8 +169,8 @@ func pinSource(src source.Source, ms []source.Metric, res *source.Result) *pinne
 		if _, ok := p.insts[d.InDom]; !ok && d.InDom != semantics.InDomNull {
 			p.insts[d.InDom] = src.Instances(d.InDom)
 		}
-		if gen != nil {
-			p.gens[d.PMID] = gen.Generation(d.PMID)
+		if g := source.GenerationOf(src, d.PMID); !g.IsZero() {
+			p.gens[d.PMID] = g
 		}
 	}
 	return p
