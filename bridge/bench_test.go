@@ -13,7 +13,13 @@ import (
 
 // BenchmarkWriteText scrapes an MMV file of 1,000 metrics x 100 instances
 // (workload W1's shape) through the text fast path.
-func BenchmarkWriteText(b *testing.B) {
+func BenchmarkWriteText(b *testing.B) { benchWrite(b, (*Collector).WriteText) }
+
+// BenchmarkWriteOpenMetrics is BenchmarkWriteText in OpenMetrics (with a
+// _created sample per counter series: half of them).
+func BenchmarkWriteOpenMetrics(b *testing.B) { benchWrite(b, (*Collector).WriteOpenMetrics) }
+
+func benchWrite(b *testing.B, write func(*Collector, io.Writer) error) {
 	var insts []mmv.InstanceDef
 	for i := 0; i < 100; i++ {
 		insts = append(insts, mmv.InstanceDef{ID: int32(i), Name: fmt.Sprintf("inst%03d", i)})
@@ -47,11 +53,11 @@ func BenchmarkWriteText(b *testing.B) {
 	naming := mapping.NamingDefault
 	m, _ := mapping.New(nil, mapping.Options{Naming: &naming})
 	c := New(m, nil, Source{Name: "w1", Src: d})
-	c.WriteText(io.Discard)
+	write(c, io.Discard)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := c.WriteText(io.Discard); err != nil {
+		if err := write(c, io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -48,7 +48,9 @@ type Collector struct {
 	once    sync.Once
 	// pmproxyFloats rounds FLOAT and DOUBLE values as pmproxy prints them.
 	pmproxyFloats bool
-	// chunks is the family order of the last text scrape (reused).
+	// reads counts the fast path's reads; chunks is the family order of
+	// its last one (reused).
+	reads  uint64
 	chunks []struct {
 		name string
 		src  *sourceState
@@ -313,15 +315,35 @@ func (c *Collector) sendConst(ch chan<- prometheus.Metric, s *sourceState, i int
 	key := strings.Join(names, "\xff")
 	d := s.descs[i][key]
 	if d == nil {
-		d = prometheus.NewDesc(f.Name, f.Help, names, nil)
+		d = prometheus.V2.NewDesc(f.Name, f.Help, prometheus.UnconstrainedLabels(names), nil, prometheus.WithUnit(f.Unit))
 		s.descs[i][key] = d
 	}
-	m, err := prometheus.NewConstMetric(d, vt, c.value(f, iv.Value), values...)
+	var m prometheus.Metric
+	var err error
+	if created := s.created(f, c.now()); !created.IsZero() {
+		m, err = prometheus.NewConstMetricWithCreatedTimestamp(d, vt, c.value(f, iv.Value), created, values...)
+	} else {
+		m, err = prometheus.NewConstMetric(d, vt, c.value(f, iv.Value), values...)
+	}
 	if err != nil {
 		c.logger.Debug("sample dropped", "metric", f.PCPName, "err", err)
 		return
 	}
 	ch <- m
+}
+
+// created is the start of a counter family's series when known (the
+// generation of the MMV file of a live source), else zero.
+func (s *sourceState) created(f *mapping.Family, now time.Time) time.Time {
+	if f.Type != mapping.Counter || s.When != nil {
+		return time.Time{}
+	}
+	if gen := generations(s.Src); gen != nil {
+		if g := gen.Generation(f.Desc.PMID); !g.After(now) {
+			return g
+		}
+	}
+	return time.Time{}
 }
 
 // pmproxyFloat rounds a value to what pmproxy prints (FLOAT %.8g, DOUBLE

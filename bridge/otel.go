@@ -31,19 +31,13 @@ var Scope = instrumentation.Scope{Name: "github.com/pcp-exporter/pcp-exporter/br
 type OTelConverter struct {
 	mapper *mapping.Mapper
 	mu     sync.Mutex
-	state  map[string]*counterState
+	state  map[string]*CounterStart
 	seen   map[string]bool // series with a value at the previous conversion
-}
-
-type counterState struct {
-	start time.Time
-	last  float64
-	lastT time.Time
 }
 
 // NewOTelConverter returns a converter using mapper's instruments.
 func NewOTelConverter(mapper *mapping.Mapper) *OTelConverter {
-	return &OTelConverter{mapper: mapper, state: map[string]*counterState{}, seen: map[string]bool{}}
+	return &OTelConverter{mapper: mapper, state: map[string]*CounterStart{}, seen: map[string]bool{}}
 }
 
 // Resource returns the OpenTelemetry resource of a source: the PCP context
@@ -76,15 +70,24 @@ type fileGeneration struct {
 
 func (g fileGeneration) Generation(semantics.PMID) time.Time { return g.f.Generation() }
 
+// generations returns the generations of a source's metrics, nil when it
+// has none.
+func generations(src source.Source) Generationer {
+	if g, ok := src.(Generationer); ok {
+		return g
+	}
+	if f, ok := src.(interface{ Generation() time.Time }); ok {
+		return fileGeneration{f}
+	}
+	return nil
+}
+
 // Convert appends the metrics of one fetch result (res, for metrics ms in
 // the same order) at time t.
 func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms []source.Metric, res *source.Result, t time.Time) []metricdata.Metrics {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	gen, _ := src.(Generationer)
-	if f, ok := src.(interface{ Generation() time.Time }); ok && gen == nil {
-		gen = fileGeneration{f}
-	}
+	gen := generations(src)
 	seenNow := map[string]bool{}
 	insts := map[semantics.InDom]map[int32]*source.Instance{}
 	instance := func(indom semantics.InDom, id int32) *source.Instance {
@@ -138,27 +141,16 @@ func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms 
 			key := md.Name + "\xff" + set.Encoded(attribute.DefaultEncoder())
 			seenNow[key] = true
 			st := c.state[key]
-			switch {
-			case st == nil:
-				st = &counterState{start: t}
-				if gen != nil {
-					if g := gen.Generation(md.Desc.PMID); !g.IsZero() && !g.After(t) {
-						st.start = g
-					}
-				}
+			if st == nil {
+				st = &CounterStart{}
 				c.state[key] = st
-			case !c.seen[key]:
-				st.start = t // after a gap (a mark, a missing file): a new run
-			case v < st.last:
-				st.start = st.lastT // reset between the last point and this one
 			}
+			var g time.Time
 			if gen != nil {
-				if g := gen.Generation(md.Desc.PMID); !g.IsZero() && g.After(st.start) && !g.After(t) {
-					st.start = g // a new generation of the file
-				}
+				g = gen.Generation(md.Desc.PMID)
 			}
-			st.last, st.lastT = v, t
-			sum = append(sum, metricdata.DataPoint[float64]{Attributes: set, StartTime: st.start, Time: t, Value: v})
+			start := st.Observe(v, t, g, c.seen[key])
+			sum = append(sum, metricdata.DataPoint[float64]{Attributes: set, StartTime: start, Time: t, Value: v})
 		}
 		m := metricdata.Metrics{Name: ins.Name, Description: ins.Description, Unit: ins.Unit}
 		if ins.Kind == mapping.KindSum && !ins.String {
@@ -182,10 +174,7 @@ type pinnedSource struct {
 
 func pinSource(src source.Source, ms []source.Metric, res *source.Result) *pinnedSource {
 	p := &pinnedSource{Source: src, insts: map[semantics.InDom][]source.Instance{}}
-	gen, _ := src.(Generationer)
-	if f, ok := src.(interface{ Generation() time.Time }); ok && gen == nil {
-		gen = fileGeneration{f}
-	}
+	gen := generations(src)
 	if gen != nil {
 		p.gens = map[semantics.PMID]time.Time{}
 	}
