@@ -338,7 +338,7 @@ func (s *sourceState) created(f *mapping.Family, now time.Time) time.Time {
 	if f.Type != mapping.Counter || s.When != nil {
 		return time.Time{}
 	}
-	if gen := generations(s.Src); gen != nil {
+	if gen := Generations(s.Src); gen != nil {
 		if g := gen.Generation(f.Desc.PMID); !g.After(now) {
 			return g
 		}

@@ -70,9 +70,9 @@ type fileGeneration struct {
 
 func (g fileGeneration) Generation(semantics.PMID) time.Time { return g.f.Generation() }
 
-// generations returns the generations of a source's metrics, nil when it
+// Generations returns the generations of a source's metrics, nil when it
 // has none.
-func generations(src source.Source) Generationer {
+func Generations(src source.Source) Generationer {
 	if g, ok := src.(Generationer); ok {
 		return g
 	}
@@ -87,7 +87,7 @@ func generations(src source.Source) Generationer {
 func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms []source.Metric, res *source.Result, t time.Time) []metricdata.Metrics {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	gen := generations(src)
+	gen := Generations(src)
 	seenNow := map[string]bool{}
 	insts := map[semantics.InDom]map[int32]*source.Instance{}
 	instance := func(indom semantics.InDom, id int32) *source.Instance {
@@ -174,7 +174,7 @@ type pinnedSource struct {
 
 func pinSource(src source.Source, ms []source.Metric, res *source.Result) *pinnedSource {
 	p := &pinnedSource{Source: src, insts: map[semantics.InDom][]source.Instance{}}
-	gen := generations(src)
+	gen := Generations(src)
 	if gen != nil {
 		p.gens = map[semantics.PMID]time.Time{}
 	}

@@ -71,7 +71,7 @@ func (c *Collector) write(w io.Writer, om bool) error {
 		}
 		if s != lastSrc || i != lastFam {
 			if s != lastSrc {
-				gen = generations(s.Src)
+				gen = Generations(s.Src)
 			}
 			lastSrc, lastFam, pos = s, i, 0
 			chunks = append(chunks, chunk{name: f.Name, src: s, fam: i})
