@@ -48,14 +48,10 @@ type Collector struct {
 	once    sync.Once
 	// pmproxyFloats rounds FLOAT and DOUBLE values as pmproxy prints them.
 	pmproxyFloats bool
-	// reads counts the fast path's reads; chunks is the family order of
-	// its last one (reused).
-	reads  uint64
-	chunks []struct {
-		name string
-		src  *sourceState
-		fam  int
-	}
+	// reads counts the fast path's reads; scratch holds WriteText's
+	// exposition (reused).
+	reads   uint64
+	scratch []byte
 
 	upDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
@@ -108,7 +109,7 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Content-Type", string(ct))
 	hd.Add("Vary", "Accept")
-	body := out.body.Bytes()
+	body := out.body
 	if !h.opts.DisableCompression {
 		hd.Add("Vary", "Accept-Encoding")
 		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
@@ -136,14 +137,26 @@ type renderer struct {
 // while it was rendered.
 type rendering struct {
 	ready  chan struct{}
-	body   *bytes.Buffer
+	body   []byte
 	err    error
 	gzOnce sync.Once
 	gz     *bytes.Buffer
 	refs   int // protected by renderer.mu
 }
 
-var expositionBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// bodies recycles the renderings' buffers; bodySize is the size of the
+// last one, so a new buffer starts large enough.
+var (
+	bodies   sync.Pool
+	bodySize atomic.Int64
+)
+
+func newBody() []byte {
+	if b, ok := bodies.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, bodySize.Load()+bodySize.Load()/8)
+}
 
 // get returns the rendering under way, or renders a new one.
 func (rd *renderer) get() *rendering {
@@ -154,7 +167,7 @@ func (rd *renderer) get() *rendering {
 		<-p.ready
 		return p
 	}
-	p := &rendering{ready: make(chan struct{}), refs: 1, body: expositionBufs.Get().(*bytes.Buffer)}
+	p := &rendering{ready: make(chan struct{}), refs: 1}
 	rd.pending = p
 	rd.mu.Unlock()
 	defer func() {
@@ -163,12 +176,7 @@ func (rd *renderer) get() *rendering {
 		rd.mu.Unlock()
 		close(p.ready)
 	}()
-	p.body.Reset()
-	if p.err = rd.c.write(p.body, rd.om); p.err != nil {
-		rd.errCnt.WithLabelValues("encoding").Inc()
-		rd.logf("error encoding PCP samples: %v", p.err)
-		return p
-	}
+	buf := bytes.NewBuffer(rd.c.AppendExposition(newBody(), rd.om))
 	mfs, err := rd.fast.Gather()
 	if err != nil {
 		rd.errCnt.WithLabelValues("gathering").Inc()
@@ -178,7 +186,7 @@ func (rd *renderer) get() *rendering {
 	if rd.om {
 		format = expfmt.NewFormat(expfmt.TypeOpenMetrics)
 	}
-	enc := expfmt.NewEncoder(p.body, format)
+	enc := expfmt.NewEncoder(buf, format)
 	for _, mf := range mfs {
 		if err := enc.Encode(mf); err != nil {
 			rd.errCnt.WithLabelValues("encoding").Inc()
@@ -191,6 +199,8 @@ func (rd *renderer) get() *rendering {
 			rd.logf("error ending the exposition: %v", err)
 		}
 	}
+	p.body = buf.Bytes()
+	bodySize.Store(int64(len(p.body)))
 	return p
 }
 
@@ -201,21 +211,23 @@ func (rd *renderer) release(p *rendering) {
 	last := p.refs == 0
 	rd.mu.Unlock()
 	if last {
-		expositionBufs.Put(p.body)
+		bodies.Put(&p.body)
 		if p.gz != nil {
-			expositionBufs.Put(p.gz)
+			gzBufs.Put(p.gz)
 		}
 	}
 }
 
+var gzBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // gzipped returns the body compressed, compressing it once.
 func (p *rendering) gzipped() []byte {
 	p.gzOnce.Do(func() {
-		p.gz = expositionBufs.Get().(*bytes.Buffer)
+		p.gz = gzBufs.Get().(*bytes.Buffer)
 		p.gz.Reset()
 		gz := gzipWriters.Get().(*gzip.Writer)
 		gz.Reset(p.gz)
-		gz.Write(p.body.Bytes())
+		gz.Write(p.body)
 		gz.Close()
 		gzipWriters.Put(gz)
 	})

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -24,42 +23,51 @@ type textCache struct {
 	sig    uint64
 	epoch  uint64
 	series [][]cachedSeries
-	buf    [][]byte // each family's exposition, reused scrape after scrape
 }
 
 type cachedSeries struct {
 	inst   int32
+	read   uint32 // the read that last wrote the series
 	name   string
 	labels []byte
 	start  CounterStart
-	read   uint64 // the read that last wrote the series
-	// created is the start last rendered as createdB, the _created line
-	created  time.Time
+	// created is the start (Unix ns) last rendered in createdB, the
+	// series' _created line
+	created  int64
 	createdB []byte
 }
 
 // WriteText reads every source and writes their samples in the Prometheus
-// text format 0.0.4, families sorted by name, without building a
-// client_golang metric per value: the fast path of /metrics. Series are in
-// instance order within a family. The self-metrics go through Self.
-func (c *Collector) WriteText(w io.Writer) error { return c.write(w, false) }
+// text format 0.0.4, without building a client_golang metric per value:
+// the fast path of /metrics. Families come source after source in the
+// order the source lists its metrics (family names are unique across the
+// sources of a Collector), series in instance order. The self-metrics go
+// through Self.
+func (c *Collector) WriteText(w io.Writer) error { return c.writeTo(w, false) }
 
 // WriteOpenMetrics is WriteText in OpenMetrics 1.0.0: UNIT lines, info
 // families typed info, and a _created sample after every counter sample
 // whose start is known (the generation of the MMV file it comes from). The
 // caller ends the exposition (self-metrics, then "# EOF").
-func (c *Collector) WriteOpenMetrics(w io.Writer) error { return c.write(w, true) }
+func (c *Collector) WriteOpenMetrics(w io.Writer) error { return c.writeTo(w, true) }
 
-func (c *Collector) write(w io.Writer, om bool) error {
+func (c *Collector) writeTo(w io.Writer, om bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	type chunk struct {
-		name string
-		src  *sourceState
-		fam  int
-	}
-	chunks := c.chunks[:0]
-	var cur *[]byte
+	c.scratch = c.appendLocked(c.scratch[:0], om)
+	_, err := w.Write(c.scratch)
+	return err
+}
+
+// AppendExposition appends the samples to b as WriteText (om false) or
+// WriteOpenMetrics (om true) write them.
+func (c *Collector) AppendExposition(b []byte, om bool) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.appendLocked(b, om)
+}
+
+func (c *Collector) appendLocked(b []byte, om bool) []byte {
 	var gen Generationer
 	var genT time.Time
 	c.reads++
@@ -67,16 +75,14 @@ func (c *Collector) write(w io.Writer, om bool) error {
 	lastSrc, lastFam, pos := (*sourceState)(nil), -1, 0
 	c.read(func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		if s.text.sig != s.sig || s.text.epoch != s.epoch || len(s.text.series) != len(s.families) {
-			s.text = textCache{sig: s.sig, epoch: s.epoch, series: make([][]cachedSeries, len(s.families)), buf: make([][]byte, len(s.families))}
+			s.text = textCache{sig: s.sig, epoch: s.epoch, series: make([][]cachedSeries, len(s.families))}
 		}
 		if s != lastSrc || i != lastFam {
 			if s != lastSrc {
 				gen = Generations(s.Src)
 			}
 			lastSrc, lastFam, pos = s, i, 0
-			chunks = append(chunks, chunk{name: f.Name, src: s, fam: i})
-			cur = &s.text.buf[i]
-			*cur = AppendHeader((*cur)[:0], f, om)
+			b = AppendHeader(b, f, om)
 			genT = time.Time{}
 			if gen != nil && f.Type == mapping.Counter && s.When == nil {
 				if g := gen.Generation(f.Desc.PMID); !g.After(now) {
@@ -84,11 +90,11 @@ func (c *Collector) write(w io.Writer, om bool) error {
 				}
 			}
 		}
-		b := append(*cur, f.Name...)
+		b = append(b, f.Name...)
 		if f.Type == mapping.Info {
 			b = AppendLabels(b, f.Labels(inst), strings.ToValidUTF8(iv.Value.Str(), "\uFFFD"))
 			b = AppendFloat(b, 1, om)
-			*cur = append(b, '\n')
+			b = append(b, '\n')
 			return
 		}
 		ss := s.text.series[i]
@@ -110,26 +116,18 @@ func (c *Collector) write(w io.Writer, om bool) error {
 		b = AppendFloat(b, v, om)
 		b = append(b, '\n')
 		if !genT.IsZero() {
-			start := e.start.Observe(v, now, genT, e.read == c.reads-1)
+			start := e.start.Observe(v, now, genT, e.read == uint32(c.reads-1))
 			if om && HasCreated(f) {
-				if !start.Equal(e.created) || e.createdB == nil {
-					e.created = start
+				if ns := start.UnixNano(); ns != e.created || e.createdB == nil {
+					e.created = ns
 					e.createdB = append(AppendCreated(e.createdB[:0], f, e.labels, start), '\n')
 				}
 				b = append(b, e.createdB...)
 			}
 		}
-		e.read = c.reads
-		*cur = b
+		e.read = uint32(c.reads)
 	})
-	sort.SliceStable(chunks, func(i, j int) bool { return chunks[i].name < chunks[j].name })
-	c.chunks = chunks
-	for _, ch := range chunks {
-		if _, err := w.Write(ch.src.text.buf[ch.fam]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return b
 }
 
 // samplesCollector sends a Collector's PCP samples without its self-metrics.
