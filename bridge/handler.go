@@ -28,7 +28,10 @@ import (
 //
 // Scrapes that arrive while a fast-path rendering of their format is under
 // way share it (as promhttp's CoalesceGather does), so concurrent scrapers
-// cost one rendered exposition, not one each; a gzipped one (at
+// cost one read of the sources and one rendered exposition, not one each;
+// only a scrape that starts a rendering takes one of MaxRequestsInFlight's
+// slots (until its response is sent), those that join one add no work. A
+// gzipped exposition (at
 // gzip.BestSpeed: a scrape's latency matters more than its bytes) is
 // compressed once for all who accept gzip. An uncompressed response
 // carries its Content-Length. Buffers are reused from scrape to scrape.
@@ -91,16 +94,14 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.slow.ServeHTTP(w, r)
 		return
 	}
-	if h.inFlight != nil {
-		select {
-		case h.inFlight <- struct{}{}:
-			defer func() { <-h.inFlight }()
-		default:
-			http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", h.opts.MaxRequestsInFlight), http.StatusServiceUnavailable)
-			return
-		}
+	out, leader := rd.get(h.inFlight)
+	if out == nil {
+		http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", h.opts.MaxRequestsInFlight), http.StatusServiceUnavailable)
+		return
 	}
-	out := rd.get()
+	if leader && h.inFlight != nil {
+		defer func() { <-h.inFlight }()
+	}
 	defer rd.release(out)
 	if out.err != nil {
 		http.Error(w, "An error has occurred while serving metrics:\n\n"+out.err.Error(), http.StatusInternalServerError)
@@ -158,16 +159,25 @@ func newBody() []byte {
 	return make([]byte, 0, bodySize.Load()+bodySize.Load()/8)
 }
 
-// get returns the rendering under way, or renders a new one.
-func (rd *renderer) get() *rendering {
+// get returns the rendering under way, or renders a new one (leader),
+// which takes a slot of inFlight (nil: no limit): nil when none is free.
+func (rd *renderer) get(inFlight chan struct{}) (p *rendering, leader bool) {
 	rd.mu.Lock()
 	if p := rd.pending; p != nil {
 		p.refs++
 		rd.mu.Unlock()
 		<-p.ready
-		return p
+		return p, false
 	}
-	p := &rendering{ready: make(chan struct{}), refs: 1}
+	if inFlight != nil {
+		select {
+		case inFlight <- struct{}{}:
+		default:
+			rd.mu.Unlock()
+			return nil, false
+		}
+	}
+	p = &rendering{ready: make(chan struct{}), refs: 1}
 	rd.pending = p
 	rd.mu.Unlock()
 	defer func() {
@@ -201,7 +211,7 @@ func (rd *renderer) get() *rendering {
 	}
 	p.body = buf.Bytes()
 	bodySize.Store(int64(len(p.body)))
-	return p
+	return p, true
 }
 
 // release drops one scrape's hold on p; the last one recycles its buffers.

@@ -178,8 +178,9 @@ func TestHandlerOpenMetrics(t *testing.T) {
 }
 
 // TestHandlerCoalesces: scrapes that arrive while a rendering is under way
-// share it (one read of the sources for all), and scrapes beyond
-// MaxRequestsInFlight get 503.
+// share it (one read of the sources for all) without taking a slot of
+// MaxRequestsInFlight; a scrape that needs another rendering beyond the
+// limit gets 503.
 func TestHandlerCoalesces(t *testing.T) {
 	dir := t.TempDir()
 	w := writeInsts(t, dir, "alpha", "beta")
@@ -191,12 +192,12 @@ func TestHandlerCoalesces(t *testing.T) {
 	defer d.Close()
 	c := New(mapper(t, 0), nil, Source{Name: "mmv", Src: d})
 	const n = 8
-	h := c.Handler(prometheus.NewRegistry(), prometheus.NewRegistry(), promhttp.HandlerOpts{EnableOpenMetrics: true, MaxRequestsInFlight: n}).(*metricsHandler)
+	h := c.Handler(prometheus.NewRegistry(), prometheus.NewRegistry(), promhttp.HandlerOpts{EnableOpenMetrics: true, MaxRequestsInFlight: 1}).(*metricsHandler)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	scrape := func() (int, []byte) {
+	scrape := func(accept string) (int, []byte) {
 		req, _ := http.NewRequest("GET", srv.URL, nil)
-		req.Header.Set("Accept", prometheusAccept)
+		req.Header.Set("Accept", accept)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Error(err)
@@ -211,7 +212,7 @@ func TestHandlerCoalesces(t *testing.T) {
 	bodies := make(chan []byte, n)
 	for i := 0; i < n; i++ {
 		go func() {
-			code, b := scrape()
+			code, b := scrape(prometheusAccept)
 			if code != 200 {
 				t.Errorf("status %d", code)
 			}
@@ -234,8 +235,8 @@ func TestHandlerCoalesces(t *testing.T) {
 			t.Fatalf("%d of %d scrapes joined the rendering", refs, n)
 		}
 	}
-	if code, _ := scrape(); code != http.StatusServiceUnavailable {
-		t.Errorf("scrape beyond the limit: status %d, want 503", code)
+	if code, _ := scrape("text/plain"); code != http.StatusServiceUnavailable {
+		t.Errorf("text scrape beyond the limit: status %d, want 503", code)
 	}
 	c.mu.Unlock()
 	first := <-bodies
@@ -249,5 +250,8 @@ func TestHandlerCoalesces(t *testing.T) {
 	}
 	if got := c.reads - reads; got != 1 {
 		t.Errorf("%d scrapes read the sources %d times, want once", n, got)
+	}
+	if code, _ := scrape("text/plain"); code != 200 {
+		t.Errorf("text scrape once the slot is free: status %d", code)
 	}
 }
