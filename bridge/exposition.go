@@ -158,13 +158,19 @@ func AppendFloat(b []byte, f float64, om bool) []byte {
 	return b
 }
 
-// AppendCreated appends a counter series' _created sample (OpenMetrics):
-// the family's OpenMetrics name, the series' label block, the start in
-// seconds.
-func AppendCreated(b []byte, f *mapping.Family, labels []byte, start time.Time) []byte {
+// AppendCreated appends a counter series' _created sample (OpenMetrics),
+// without the end of line: the family's OpenMetrics name, the series'
+// label block, the start (seconds, as AppendStart renders it).
+func AppendCreated(b []byte, f *mapping.Family, labels, start []byte) []byte {
 	b = append(b, omName(f)...)
 	b = append(b, "_created"...)
 	b = append(b, labels...)
+	return append(b, start...)
+}
+
+// AppendStart renders a start time as _created samples give it: seconds
+// since the epoch, as client_golang writes them.
+func AppendStart(b []byte, start time.Time) []byte {
 	return AppendFloat(b, float64(start.UnixNano())/1e9, true)
 }
 

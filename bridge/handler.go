@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,36 +66,50 @@ func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.Handle
 			opts.ErrorLog.Println(fmt.Sprintf(format, args...))
 		}
 	}
-	h.renderers = [2]*renderer{
-		{c: c, fast: fast, errCnt: errCnt, logf: logf},
-		{c: c, fast: fast, om: true, errCnt: errCnt, logf: logf},
+	spare := &spareBody{}
+	for i := range h.renderers {
+		h.renderers[i] = &renderer{c: c, fast: fast, om: i&1 == 1, gzip: i&2 == 2, spare: spare, errCnt: errCnt, logf: logf}
 	}
 	return h
 }
 
 type metricsHandler struct {
-	slow      http.Handler
-	opts      promhttp.HandlerOpts
-	accepted  []expfmt.Format
-	inFlight  chan struct{}
-	renderers [2]*renderer // text, OpenMetrics
+	slow     http.Handler
+	opts     promhttp.HandlerOpts
+	accepted []expfmt.Format
+	inFlight chan struct{}
+	// renderers by format (text, OpenMetrics) + 2 * gzip
+	renderers [4]*renderer
 }
 
 func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ct := expfmt.NegotiateAccept(r.Header, h.accepted...)
-	var rd *renderer
+	i := 0
 	switch ct.FormatType() {
 	case expfmt.TypeTextPlain:
-		rd = h.renderers[0]
 	case expfmt.TypeOpenMetrics:
-		rd = h.renderers[1]
+		i = 1
+	default:
+		i = -1
 	}
-	if rd == nil || (r.URL != nil && r.URL.Query().Has("name[]")) {
+	if i < 0 || (r.URL != nil && r.URL.Query().Has("name[]")) {
 		h.slow.ServeHTTP(w, r)
 		return
 	}
+	hd := w.Header()
+	hd.Set("Content-Type", string(ct))
+	hd.Add("Vary", "Accept")
+	if !h.opts.DisableCompression {
+		hd.Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			hd.Set("Content-Encoding", "gzip")
+			i += 2
+		}
+	}
+	rd := h.renderers[i]
 	out, leader := rd.get(h.inFlight)
 	if out == nil {
+		hd.Del("Content-Encoding")
 		http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", h.opts.MaxRequestsInFlight), http.StatusServiceUnavailable)
 		return
 	}
@@ -103,61 +117,69 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer func() { <-h.inFlight }()
 	}
 	defer rd.release(out)
-	if out.err != nil {
-		http.Error(w, "An error has occurred while serving metrics:\n\n"+out.err.Error(), http.StatusInternalServerError)
-		return
-	}
-	hd := w.Header()
-	hd.Set("Content-Type", string(ct))
-	hd.Add("Vary", "Accept")
-	body := out.body
-	if !h.opts.DisableCompression {
-		hd.Add("Vary", "Accept-Encoding")
-		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-			hd.Set("Content-Encoding", "gzip")
-			body = out.gzipped()
-		}
-	}
-	hd.Set("Content-Length", strconv.Itoa(len(body)))
-	w.Write(body)
+	hd.Set("Content-Length", strconv.Itoa(len(out.body)))
+	w.Write(out.body)
 }
 
-// renderer coalesces the fast-path scrapes of one format.
+// renderer coalesces the fast-path scrapes of one format and encoding. A
+// gzip renderer compresses as it renders (at gzip.BestSpeed: a scrape's
+// latency matters more than its bytes), so that the uncompressed
+// exposition is never held whole.
 type renderer struct {
 	c      *Collector
 	fast   prometheus.Gatherer
 	om     bool
+	gzip   bool
+	spare  *spareBody
 	errCnt *prometheus.CounterVec
 	logf   func(string, ...any)
 
 	mu      sync.Mutex
 	pending *rendering // being rendered: scrapes arriving now share it
+	size    int        // the length of the last rendering
+}
+
+// spareBody keeps the buffer of the last uncompressed rendering released
+// (one for all renderers, so that memory stays bounded by the renderings
+// in use).
+type spareBody struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+// get returns a buffer with room for size bytes.
+func (s *spareBody) get(size int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cap(s.b) >= size {
+		b := s.b[:0]
+		s.b = nil
+		return b
+	}
+	return make([]byte, 0, size)
+}
+
+// put keeps b if it is larger than the one kept.
+func (s *spareBody) put(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cap(b) > cap(s.b) {
+		s.b = b
+	}
 }
 
 // rendering is one exposition, shared by the scrapes that asked for it
 // while it was rendered.
 type rendering struct {
-	ready  chan struct{}
-	body   []byte
-	err    error
-	gzOnce sync.Once
-	gz     *bytes.Buffer
-	refs   int // protected by renderer.mu
+	ready chan struct{}
+	body  []byte
+	zbuf  *bytes.Buffer // the body's buffer when gzipped
+	refs  int           // protected by renderer.mu
 }
 
-// bodies recycles the renderings' buffers; bodySize is the size of the
-// last one, so a new buffer starts large enough.
-var (
-	bodies   sync.Pool
-	bodySize atomic.Int64
-)
-
-func newBody() []byte {
-	if b, ok := bodies.Get().(*[]byte); ok {
-		return (*b)[:0]
-	}
-	return make([]byte, 0, bodySize.Load()+bodySize.Load()/8)
-}
+// gzipChunk is how much uncompressed exposition a gzip rendering holds
+// before compressing it.
+const gzipChunk = 256 << 10
 
 // get returns the rendering under way, or renders a new one (leader),
 // which takes a slot of inFlight (nil: no limit): nil when none is free.
@@ -179,14 +201,51 @@ func (rd *renderer) get(inFlight chan struct{}) (p *rendering, leader bool) {
 	}
 	p = &rendering{ready: make(chan struct{}), refs: 1}
 	rd.pending = p
+	size := rd.size + rd.size/8
 	rd.mu.Unlock()
 	defer func() {
 		rd.mu.Lock()
 		rd.pending = nil
+		rd.size = len(p.body)
 		rd.mu.Unlock()
 		close(p.ready)
 	}()
-	buf := bytes.NewBuffer(rd.c.AppendExposition(newBody(), rd.om))
+
+	var out io.Writer
+	var gz *gzip.Writer
+	var zbuf *bytes.Buffer
+	var b []byte
+	if rd.gzip {
+		zbuf = gzBufs.Get().(*bytes.Buffer)
+		zbuf.Reset()
+		p.zbuf = zbuf
+		gz = gzipWriters.Get().(*gzip.Writer)
+		defer gzipWriters.Put(gz)
+		gz.Reset(zbuf)
+		out = gz
+		chunk := chunks.Get().(*[]byte)
+		defer chunks.Put(chunk)
+		b = rd.c.AppendExposition((*chunk)[:0], rd.om, gzipChunk, func(b []byte) []byte {
+			gz.Write(b)
+			return b[:0]
+		})
+		gz.Write(b)
+		*chunk = b[:0]
+	} else {
+		zbuf = bytes.NewBuffer(rd.c.AppendExposition(rd.spare.get(size), rd.om, 0, nil))
+		out = zbuf
+	}
+	rd.appendSelf(out)
+	if gz != nil {
+		gz.Close()
+	}
+	p.body = zbuf.Bytes()
+	return p, true
+}
+
+// appendSelf writes fast's families (the self-metrics) and, in
+// OpenMetrics, "# EOF"; errors are counted and logged.
+func (rd *renderer) appendSelf(w io.Writer) {
 	mfs, err := rd.fast.Gather()
 	if err != nil {
 		rd.errCnt.WithLabelValues("gathering").Inc()
@@ -196,7 +255,7 @@ func (rd *renderer) get(inFlight chan struct{}) (p *rendering, leader bool) {
 	if rd.om {
 		format = expfmt.NewFormat(expfmt.TypeOpenMetrics)
 	}
-	enc := expfmt.NewEncoder(buf, format)
+	enc := expfmt.NewEncoder(w, format)
 	for _, mf := range mfs {
 		if err := enc.Encode(mf); err != nil {
 			rd.errCnt.WithLabelValues("encoding").Inc()
@@ -209,45 +268,32 @@ func (rd *renderer) get(inFlight chan struct{}) (p *rendering, leader bool) {
 			rd.logf("error ending the exposition: %v", err)
 		}
 	}
-	p.body = buf.Bytes()
-	bodySize.Store(int64(len(p.body)))
-	return p, true
 }
 
-// release drops one scrape's hold on p; the last one recycles its buffers.
+// release drops one scrape's hold on p; the last one keeps its buffer.
 func (rd *renderer) release(p *rendering) {
 	rd.mu.Lock()
 	p.refs--
 	last := p.refs == 0
 	rd.mu.Unlock()
-	if last {
-		bodies.Put(&p.body)
-		if p.gz != nil {
-			gzBufs.Put(p.gz)
-		}
+	if !last {
+		return
+	}
+	if p.zbuf != nil {
+		gzBufs.Put(p.zbuf)
+	} else {
+		rd.spare.put(p.body)
 	}
 }
 
-var gzBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// gzipped returns the body compressed, compressing it once.
-func (p *rendering) gzipped() []byte {
-	p.gzOnce.Do(func() {
-		p.gz = gzBufs.Get().(*bytes.Buffer)
-		p.gz.Reset()
-		gz := gzipWriters.Get().(*gzip.Writer)
-		gz.Reset(p.gz)
-		gz.Write(p.body)
-		gz.Close()
-		gzipWriters.Put(gz)
-	})
-	return p.gz.Bytes()
-}
-
-var gzipWriters = sync.Pool{New: func() any {
-	gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return gz
-}}
+var (
+	gzipWriters = sync.Pool{New: func() any {
+		gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+		return gz
+	}}
+	chunks = sync.Pool{New: func() any { b := make([]byte, 0, gzipChunk+gzipChunk/4); return &b }}
+	gzBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+)
 
 // acceptsGzip reports whether an Accept-Encoding header accepts gzip (with
 // a non-zero quality).

@@ -219,7 +219,7 @@ func TestHandlerCoalesces(t *testing.T) {
 			bodies <- b
 		}()
 	}
-	rd := h.renderers[1]
+	rd := h.renderers[3] // OpenMetrics, gzip (http.Client asks for it)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		rd.mu.Lock()
 		refs := 0

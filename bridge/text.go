@@ -30,11 +30,16 @@ type cachedSeries struct {
 	read   uint32 // the read that last wrote the series
 	name   string
 	labels []byte
-	start  CounterStart
-	// created is the start (Unix ns) last rendered in createdB, the
-	// series' _created line
-	created  int64
-	createdB []byte
+	start  *seriesStart // counters whose start is known
+}
+
+// seriesStart follows a counter series' start, with the value of its
+// _created sample rendered.
+type seriesStart struct {
+	CounterStart
+	ns int64 // the start rendered in v
+	n  uint8
+	v  [24]byte // the longest float64 'g' takes
 }
 
 // WriteText reads every source and writes their samples in the Prometheus
@@ -54,20 +59,28 @@ func (c *Collector) WriteOpenMetrics(w io.Writer) error { return c.writeTo(w, tr
 func (c *Collector) writeTo(w io.Writer, om bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.scratch = c.appendLocked(c.scratch[:0], om)
-	_, err := w.Write(c.scratch)
+	var err error
+	write := func(b []byte) []byte {
+		if err == nil {
+			_, err = w.Write(b)
+		}
+		return b[:0]
+	}
+	c.scratch = write(c.appendLocked(c.scratch[:0], om, 64<<10, write))
 	return err
 }
 
 // AppendExposition appends the samples to b as WriteText (om false) or
-// WriteOpenMetrics (om true) write them.
-func (c *Collector) AppendExposition(b []byte, om bool) []byte {
+// WriteOpenMetrics (om true) write them. With flush, it hands b to flush
+// between families once it holds flushAt bytes, and goes on with what
+// flush returns.
+func (c *Collector) AppendExposition(b []byte, om bool, flushAt int, flush func([]byte) []byte) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.appendLocked(b, om)
+	return c.appendLocked(b, om, flushAt, flush)
 }
 
-func (c *Collector) appendLocked(b []byte, om bool) []byte {
+func (c *Collector) appendLocked(b []byte, om bool, flushAt int, flush func([]byte) []byte) []byte {
 	var gen Generationer
 	var genT time.Time
 	c.reads++
@@ -82,6 +95,9 @@ func (c *Collector) appendLocked(b []byte, om bool) []byte {
 				gen = Generations(s.Src)
 			}
 			lastSrc, lastFam, pos = s, i, 0
+			if flush != nil && len(b) >= flushAt {
+				b = flush(b)
+			}
 			b = AppendHeader(b, f, om)
 			genT = time.Time{}
 			if gen != nil && f.Type == mapping.Counter && s.When == nil {
@@ -116,13 +132,16 @@ func (c *Collector) appendLocked(b []byte, om bool) []byte {
 		b = AppendFloat(b, v, om)
 		b = append(b, '\n')
 		if !genT.IsZero() {
-			start := e.start.Observe(v, now, genT, e.read == uint32(c.reads-1))
+			if e.start == nil {
+				e.start = &seriesStart{}
+			}
+			st := e.start
+			start := st.Observe(v, now, genT, e.read == uint32(c.reads-1))
 			if om && HasCreated(f) {
-				if ns := start.UnixNano(); ns != e.created || e.createdB == nil {
-					e.created = ns
-					e.createdB = append(AppendCreated(e.createdB[:0], f, e.labels, start), '\n')
+				if ns := start.UnixNano(); ns != st.ns || st.n == 0 {
+					st.ns, st.n = ns, uint8(copy(st.v[:], AppendStart(st.v[:0], start)))
 				}
-				b = append(b, e.createdB...)
+				b = append(AppendCreated(b, f, e.labels, st.v[:st.n]), '\n')
 			}
 		}
 		e.read = uint32(c.reads)

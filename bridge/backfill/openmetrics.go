@@ -126,7 +126,7 @@ type omSink struct {
 
 // omSeries is what the sink keeps per series: its label block, and the
 // start of a counter (its first sample: the start of the archive or of
-// --start, renewed after a reset) with its rendered value.
+// --start, renewed after a reset) with its rendered value (createdV).
 type omSeries struct {
 	labels   []byte
 	start    bridge.CounterStart
@@ -184,9 +184,9 @@ func (s *omSink) Write(batch []Sample) (int, error) {
 			t := time.UnixMilli(smp.T)
 			if start := ser.start.Observe(smp.V, t, time.Time{}, true); ser.createdV == nil || !start.Equal(ser.created) {
 				ser.created = start
-				ser.createdV = bridge.AppendCreated(ser.createdV[:0], f, ser.labels, start)
+				ser.createdV = bridge.AppendStart(ser.createdV[:0], start)
 			}
-			b = append(b, ser.createdV...)
+			b = bridge.AppendCreated(b, f, ser.labels, ser.createdV)
 			b = append(b, ' ')
 			b = append(b, ts...)
 			b = append(b, '\n')
