@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
@@ -18,6 +21,28 @@ func BenchmarkWriteText(b *testing.B) { benchWrite(b, (*Collector).WriteText) }
 // BenchmarkWriteOpenMetrics is BenchmarkWriteText in OpenMetrics (with a
 // _created sample per counter series: half of them).
 func BenchmarkWriteOpenMetrics(b *testing.B) { benchWrite(b, (*Collector).WriteOpenMetrics) }
+
+// BenchmarkClientGolangOpenMetrics renders what BenchmarkWriteOpenMetrics
+// renders through client_golang (Gather, expfmt's OpenMetrics encoder with
+// _created lines): the path the fast path replaces.
+func BenchmarkClientGolangOpenMetrics(b *testing.B) {
+	benchWrite(b, func(c *Collector, w io.Writer) error {
+		reg := prometheus.NewRegistry()
+		if err := reg.Register(SamplesOnly(c)); err != nil {
+			return err
+		}
+		mfs, err := reg.Gather()
+		if err != nil {
+			return err
+		}
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToOpenMetrics(w, mf, expfmt.WithCreatedLines()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
 
 func benchWrite(b *testing.B, write func(*Collector, io.Writer) error) {
 	var insts []mmv.InstanceDef

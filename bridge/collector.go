@@ -1,9 +1,3 @@
-// Package bridge connects PCP sources to their consumers: a Prometheus
-// collector over any source.Source (live MMV files, archive replays, derived
-// metrics), mapped with package mapping, plus the exporter's own metrics
-// (per source: up, fetch duration, errors, MMV files, metrics skipped by
-// reason). It owns when sources are read and how their values become
-// samples; it knows nothing of PCP file formats.
 package bridge
 
 import (
