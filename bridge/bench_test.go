@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
@@ -13,7 +16,35 @@ import (
 
 // BenchmarkWriteText scrapes an MMV file of 1,000 metrics x 100 instances
 // (workload W1's shape) through the text fast path.
-func BenchmarkWriteText(b *testing.B) {
+func BenchmarkWriteText(b *testing.B) { benchWrite(b, (*Collector).WriteText) }
+
+// BenchmarkWriteOpenMetrics is BenchmarkWriteText in OpenMetrics (with a
+// _created sample per counter series: half of them).
+func BenchmarkWriteOpenMetrics(b *testing.B) { benchWrite(b, (*Collector).WriteOpenMetrics) }
+
+// BenchmarkClientGolangOpenMetrics renders what BenchmarkWriteOpenMetrics
+// renders through client_golang (Gather, expfmt's OpenMetrics encoder with
+// _created lines): the path the fast path replaces.
+func BenchmarkClientGolangOpenMetrics(b *testing.B) {
+	benchWrite(b, func(c *Collector, w io.Writer) error {
+		reg := prometheus.NewRegistry()
+		if err := reg.Register(SamplesOnly(c)); err != nil {
+			return err
+		}
+		mfs, err := reg.Gather()
+		if err != nil {
+			return err
+		}
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToOpenMetrics(w, mf, expfmt.WithCreatedLines()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func benchWrite(b *testing.B, write func(*Collector, io.Writer) error) {
 	var insts []mmv.InstanceDef
 	for i := 0; i < 100; i++ {
 		insts = append(insts, mmv.InstanceDef{ID: int32(i), Name: fmt.Sprintf("inst%03d", i)})
@@ -47,11 +78,11 @@ func BenchmarkWriteText(b *testing.B) {
 	naming := mapping.NamingDefault
 	m, _ := mapping.New(nil, mapping.Options{Naming: &naming})
 	c := New(m, nil, Source{Name: "w1", Src: d})
-	c.WriteText(io.Discard)
+	write(c, io.Discard)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := c.WriteText(io.Discard); err != nil {
+		if err := write(c, io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,9 +1,3 @@
-// Package bridge connects PCP sources to their consumers: a Prometheus
-// collector over any source.Source (live MMV files, archive replays, derived
-// metrics), mapped with package mapping, plus the exporter's own metrics
-// (per source: up, fetch duration, errors, MMV files, metrics skipped by
-// reason). It owns when sources are read and how their values become
-// samples; it knows nothing of PCP file formats.
 package bridge
 
 import (
@@ -47,12 +41,10 @@ type Collector struct {
 	once    sync.Once
 	// pmproxyFloats rounds FLOAT and DOUBLE values as pmproxy prints them.
 	pmproxyFloats bool
-	// chunks is the family order of the last text scrape (reused).
-	chunks []struct {
-		name string
-		src  *sourceState
-		fam  int
-	}
+	// reads counts the fast path's reads; scratch holds WriteText's
+	// exposition (reused).
+	reads   uint64
+	scratch []byte
 
 	upDesc, lagDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 }
@@ -326,15 +318,33 @@ func (c *Collector) sendConst(ch chan<- prometheus.Metric, s *sourceState, i int
 	key := strings.Join(names, "\xff")
 	d := s.descs[i][key]
 	if d == nil {
-		d = prometheus.NewDesc(f.Name, f.Help, names, nil)
+		d = prometheus.V2.NewDesc(f.Name, f.Help, prometheus.UnconstrainedLabels(names), nil, prometheus.WithUnit(f.Unit))
 		s.descs[i][key] = d
 	}
-	m, err := prometheus.NewConstMetric(d, vt, c.value(f, iv.Value), values...)
+	var m prometheus.Metric
+	var err error
+	if created := s.created(f, c.now()); !created.IsZero() {
+		m, err = prometheus.NewConstMetricWithCreatedTimestamp(d, vt, c.value(f, iv.Value), created, values...)
+	} else {
+		m, err = prometheus.NewConstMetric(d, vt, c.value(f, iv.Value), values...)
+	}
 	if err != nil {
 		c.logger.Debug("sample dropped", "metric", f.PCPName, "err", err)
 		return
 	}
 	ch <- m
+}
+
+// created is the start of a counter family's series when known (the
+// generation of the MMV file of a live source), else zero.
+func (s *sourceState) created(f *mapping.Family, now time.Time) time.Time {
+	if f.Type != mapping.Counter || s.When != nil {
+		return time.Time{}
+	}
+	if g := source.GenerationOf(s.Src, f.Desc.PMID); !g.After(now) {
+		return g
+	}
+	return time.Time{}
 }
 
 // pmproxyFloat rounds a value to what pmproxy prints (FLOAT %.8g, DOUBLE

@@ -31,19 +31,13 @@ var Scope = instrumentation.Scope{Name: "github.com/pcp-exporter/pcp-exporter/br
 type OTelConverter struct {
 	mapper *mapping.Mapper
 	mu     sync.Mutex
-	state  map[string]*counterState
+	state  map[string]*CounterStart
 	seen   map[string]bool // series with a value at the previous conversion
-}
-
-type counterState struct {
-	start time.Time
-	last  float64
-	lastT time.Time
 }
 
 // NewOTelConverter returns a converter using mapper's instruments.
 func NewOTelConverter(mapper *mapping.Mapper) *OTelConverter {
-	return &OTelConverter{mapper: mapper, state: map[string]*counterState{}, seen: map[string]bool{}}
+	return &OTelConverter{mapper: mapper, state: map[string]*CounterStart{}, seen: map[string]bool{}}
 }
 
 // Resource returns the OpenTelemetry resource of a source: the PCP context
@@ -121,23 +115,13 @@ func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms 
 			key := md.Name + "\xff" + set.Encoded(attribute.DefaultEncoder())
 			seenNow[key] = true
 			st := c.state[key]
-			switch {
-			case st == nil:
-				st = &counterState{start: t}
-				if g := source.GenerationOf(src, md.Desc.PMID); !g.IsZero() && !g.After(t) {
-					st.start = g
-				}
+			if st == nil {
+				st = &CounterStart{}
 				c.state[key] = st
-			case !c.seen[key]:
-				st.start = t // after a gap (a mark, a missing file): a new run
-			case v < st.last:
-				st.start = st.lastT // reset between the last point and this one
 			}
-			if g := source.GenerationOf(src, md.Desc.PMID); !g.IsZero() && g.After(st.start) && !g.After(t) {
-				st.start = g // a new generation of the file
-			}
-			st.last, st.lastT = v, t
-			sum = append(sum, metricdata.DataPoint[float64]{Attributes: set, StartTime: st.start, Time: t, Value: v})
+			g := source.GenerationOf(src, md.Desc.PMID)
+			start := st.Observe(v, t, g, c.seen[key])
+			sum = append(sum, metricdata.DataPoint[float64]{Attributes: set, StartTime: start, Time: t, Value: v})
 		}
 		m := metricdata.Metrics{Name: ins.Name, Description: ins.Description, Unit: ins.Unit}
 		if ins.Kind == mapping.KindSum && !ins.String {

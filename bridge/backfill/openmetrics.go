@@ -9,7 +9,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
@@ -114,11 +116,22 @@ func familyNames(opts Options) ([]string, error) {
 }
 
 type omSink struct {
-	names []string
-	files map[string]*os.File
-	bufs  map[string]*bufio.Writer
-	head  map[string]bool
-	line  []byte
+	names  []string
+	files  map[string]*os.File
+	bufs   map[string]*bufio.Writer
+	head   map[string]bool
+	line   []byte
+	series []omSeries // by Series.ID
+}
+
+// omSeries is what the sink keeps per series: its label block, and the
+// start of a counter (its first sample: the start of the archive or of
+// --start, renewed after a reset) with its rendered value (createdV).
+type omSeries struct {
+	labels   []byte
+	start    bridge.CounterStart
+	created  time.Time
+	createdV []byte
 }
 
 func newOMSink(names []string) (*omSink, error) {
@@ -135,6 +148,10 @@ func newOMSink(names []string) (*omSink, error) {
 	return s, nil
 }
 
+// Write appends each sample to its family's file, as the exposition of
+// /metrics in OpenMetrics writes it (bridge's encoder: HELP, TYPE and UNIT
+// first, info families typed info), with its timestamp in seconds, and a
+// _created sample after every counter sample.
 func (s *omSink) Write(batch []Sample) (int, error) {
 	for i := range batch {
 		smp := &batch[i]
@@ -146,52 +163,34 @@ func (s *omSink) Write(batch []Sample) (int, error) {
 		b := s.line[:0]
 		if !s.head[f.Name] {
 			s.head[f.Name] = true
-			typ := "gauge"
-			om := f.OMName
-			switch f.Type {
-			case mapping.Counter:
-				typ = "counter"
-			case mapping.Info:
-				om = f.Name // an info family kept as a gauge named ..._info
-			}
-			b = append(b, "# TYPE "...)
-			b = append(b, om...)
-			b = append(b, ' ')
-			b = append(b, typ...)
-			b = append(b, '\n')
-			if f.Help != "" {
-				b = append(b, "# HELP "...)
-				b = append(b, om...)
-				b = append(b, ' ')
-				b = appendEscaped(b, f.Help, false)
-				b = append(b, '\n')
-			}
+			b = bridge.AppendHeader(b, f, true)
+		}
+		for len(s.series) <= smp.Series.ID {
+			s.series = append(s.series, omSeries{})
+		}
+		ser := &s.series[smp.Series.ID]
+		if ser.labels == nil {
+			ser.labels = bridge.AppendLabels(nil, seriesLabels(smp.Series.Labels), "")
 		}
 		b = append(b, f.Name...)
-		first := true
-		for _, l := range smp.Series.Labels {
-			if l.Name == "__name__" {
-				continue
-			}
-			if first {
-				b = append(b, '{')
-				first = false
-			} else {
-				b = append(b, ',')
-			}
-			b = append(b, l.Name...)
-			b = append(b, `="`...)
-			b = appendEscaped(b, l.Value, true)
-			b = append(b, '"')
-		}
-		if !first {
-			b = append(b, '}')
-		}
+		b = append(b, ser.labels...)
+		b = bridge.AppendFloat(b, smp.V, true)
 		b = append(b, ' ')
-		b = strconv.AppendFloat(b, smp.V, 'g', -1, 64)
-		b = append(b, ' ')
+		n := len(b)
 		b = strconv.AppendFloat(b, float64(smp.T)/1000, 'f', -1, 64)
+		ts := b[n:]
 		b = append(b, '\n')
+		if bridge.HasCreated(f) {
+			t := time.UnixMilli(smp.T)
+			if start := ser.start.Observe(smp.V, t, time.Time{}, true); ser.createdV == nil || !start.Equal(ser.created) {
+				ser.created = start
+				ser.createdV = bridge.AppendStart(ser.createdV[:0], start)
+			}
+			b = bridge.AppendCreated(b, f, ser.labels, ser.createdV)
+			b = append(b, ' ')
+			b = append(b, ts...)
+			b = append(b, '\n')
+		}
 		s.line = b
 		if _, err := w.Write(b); err != nil {
 			return 0, err
@@ -200,22 +199,14 @@ func (s *omSink) Write(batch []Sample) (int, error) {
 	return 0, nil
 }
 
-// appendEscaped escapes a label value (quote) or HELP text as OpenMetrics
-// requires: backslash, newline, and double quote in label values.
-func appendEscaped(b []byte, s string, quote bool) []byte {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\':
-			b = append(b, `\\`...)
-		case c == '\n':
-			b = append(b, `\n`...)
-		case c == '"' && quote:
-			b = append(b, `\"`...)
-		default:
-			b = append(b, c)
+// seriesLabels returns labels without __name__ (sorted, as Series has them).
+func seriesLabels(ls []mapping.LabelPair) []mapping.LabelPair {
+	for i, l := range ls {
+		if l.Name == "__name__" {
+			return append(ls[:i:i], ls[i+1:]...)
 		}
 	}
-	return b
+	return ls
 }
 
 func (s *omSink) Close() error { return nil }

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
@@ -318,6 +316,11 @@ type selectedSource struct {
 
 func (s selectedSource) Metrics() []source.Metric { return s.metrics }
 
+// Unwrap returns the source the metrics were selected from: its
+// capabilities (the generations of an MMV source, for _created) are the
+// selection's.
+func (s selectedSource) Unwrap() source.Source { return s.Source }
+
 // fetchOpenMetrics fetches the selected metrics once and writes them as the
 // OpenMetrics exposition serve gives for the source (mapped families, no
 // self-metrics), ended by # EOF.
@@ -326,26 +329,13 @@ func fetchOpenMetrics(w io.Writer, src source.Source, name string, args []string
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
 	col := bridge.New(mapper, logger, bridge.Source{Name: name, Src: selectedSource{src, metrics}})
-	if err := reg.Register(bridge.SamplesOnly(col)); err != nil {
-		return err
-	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		return err
-	}
 	bw := bufio.NewWriter(w)
-	enc := expfmt.NewEncoder(bw, expfmt.NewFormat(expfmt.TypeOpenMetrics))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return fmt.Errorf("openmetrics: %s: %w", mf.GetName(), err)
-		}
+	if err := col.WriteOpenMetrics(bw); err != nil {
+		return fmt.Errorf("openmetrics: %w", err)
 	}
-	if c, ok := enc.(expfmt.Closer); ok {
-		if err := c.Close(); err != nil {
-			return err
-		}
+	if _, err := bw.WriteString("# EOF\n"); err != nil {
+		return err
 	}
 	return bw.Flush()
 }

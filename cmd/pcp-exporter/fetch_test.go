@@ -5,12 +5,15 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
 )
 
 var (
@@ -182,28 +185,21 @@ func TestFetchOpenMetrics(t *testing.T) {
 	}
 }
 
-// omCheck checks the OpenMetrics structure: each sample line belongs to
-// the family of the last # TYPE line (its name, or name_total/_info), and
-// the exposition ends with # EOF. It returns the number of samples.
+// omCheck reads b with Prometheus's own OpenMetrics parser (families,
+// _total, _created, _info, UNIT, # EOF) and returns the number of samples.
 func omCheck(b []byte) (int, error) {
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(lines) == 0 || lines[len(lines)-1] != "# EOF" {
-		return 0, errors.New("no # EOF at the end")
+	p := textparse.NewOpenMetricsParser(b, labels.NewSymbolTable())
+	n := 0
+	for {
+		e, err := p.Next()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if e == textparse.EntrySeries {
+			n++
+		}
 	}
-	family, n := "", 0
-	for _, l := range lines[:len(lines)-1] {
-		if f, ok := strings.CutPrefix(l, "# TYPE "); ok {
-			family, _, _ = strings.Cut(f, " ")
-			continue
-		}
-		if strings.HasPrefix(l, "#") {
-			continue
-		}
-		name := l[:strings.IndexAny(l+" ", "{ ")]
-		if name != family && name != family+"_total" {
-			return n, fmt.Errorf("sample %q outside family %q", l, family)
-		}
-		n++
-	}
-	return n, nil
 }

@@ -82,7 +82,7 @@ func init() {
 			f.log.Format = promslog.NewFormat()
 			cmd.Flag(promslogflag.FormatFlagName, promslogflag.FormatFlagHelp).Default("logfmt").HintOptions(promslog.FormatFlagOptions...).SetValue(f.log.Format)
 			cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetry)
-			cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests (0 disables the limit).").Default("40").IntVar(&f.maxRequests)
+			cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests that read the sources (0 disables the limit); text and OpenMetrics scrapes arriving while one is read share its result and are not counted.").Default("40").IntVar(&f.maxRequests)
 			cmd.Flag("mmv.dir", "Directory of MMV files to export (default $PCP_TMP_DIR/mmv, else /var/lib/pcp/tmp/mmv).").Default(mmv.DefaultDir()).IsSetByUser(&f.mmvDirSet).StringVar(&f.mmvDir)
 			cmd.Flag("mmv.pid-check", "Honour the PROCESS flag of MMV files as pmdammv does: export a file only while its writer's PID exists (turn off in a sidecar that cannot see the application's PID namespace).").Default("true").BoolVar(&f.pidCheck)
 			cmd.Flag("archive", "PCP archive to replay in real time instead of live MMV files (repeatable: several archives form one timeline; a directory stands for its archives).").PlaceHolder("PATH").StringsVar(&f.archives)
