@@ -26,6 +26,7 @@ type SyntaxError struct {
 	Msg  string
 }
 
+// Error returns the expression, the offset and the message.
 func (e *SyntaxError) Error() string {
 	msg := e.Msg
 	if msg == "" {

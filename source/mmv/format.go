@@ -120,6 +120,7 @@ type FormatError struct {
 	Msg  string
 }
 
+// Error returns the file, the byte offset and the message.
 func (e *FormatError) Error() string {
 	return fmt.Sprintf("mmv: %s: byte offset %d: %s", e.File, e.Off, e.Msg)
 }
