@@ -421,7 +421,7 @@ func (v *view) decodeMetrics(f *loaded, t *toc, names map[string]bool, log *slog
 			continue
 		}
 		mt := MetricType(typ)
-		if !mt.valid() {
+		if !mt.Valid() {
 			f.problem(log, "byte offset %d: metric %s: unsupported type %d; skipped", at, full, typ)
 			continue
 		}
