@@ -15,11 +15,12 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // derivedOverMMV is an MMV directory of one file (counter mmv.a.value)
 // wrapped in derived metrics, as serve --derived.config builds it.
-func derivedOverMMV(t *testing.T) (*derive.Source, *mmv.Writer) {
+func derivedOverMMV(t *testing.T) (*derive.Source, *mmvwrite.Writer) {
 	t.Helper()
 	dir := t.TempDir()
 	w := writeValue(t, filepath.Join(dir, "a"), 1000)

@@ -42,8 +42,8 @@ type backfillFlags struct {
 	otlpHeaders  map[string]string
 }
 
-func init() {
-	addCommand(command{
+func backfillCommand() command {
+	return command{
 		name: "backfill",
 		help: "Write the history of PCP archives into Prometheus TSDB blocks, remote write, OTLP or an OpenMetrics file, mapped as serve maps them.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
@@ -64,7 +64,7 @@ func init() {
 			f.derived = addDerivedFlags(cmd)
 			return func() error { return runBackfill(f, os.Stderr) }
 		},
-	})
+	}
 }
 
 func isTerminal(f *os.File) bool {

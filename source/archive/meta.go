@@ -501,7 +501,7 @@ func (m *meta) parseText(d *decoder) {
 	m.texts[textKey{tt, ident}] = string(rest)
 }
 
-// labelsAt returns the label sets of (typ, ident) in force at the end.
+// latestLabels returns the label sets of (typ, ident) in force at the end.
 func (m *meta) latestLabels(typ semantics.LabelType, ident uint32) []instLabels {
 	recs := m.labels[labelKey{typ, ident}]
 	if len(recs) == 0 {

@@ -133,14 +133,16 @@ type pmState struct {
 	typeErr    bool
 }
 
-// icp is libpcp's instcntl_t: the interpolation bounds of one instance.
-// Times are seconds from the start, -1 when unset.
+// setHint caches the metric at one value set position of the last record:
+// its PMID and state (nil when not replayed); ok once filled.
 type setHint struct {
 	pmid semantics.PMID
 	pm   *pmState
 	ok   bool
 }
 
+// icp is libpcp's instcntl_t: the interpolation bounds of one instance.
+// Times are seconds from the start, -1 when unset.
 type icp struct {
 	// what every fetch reads of every wanted instance first, in one cache
 	// line (its passes, supplies, answer), then the bounds: the update of
@@ -569,7 +571,7 @@ func (r *Replay) failed(err error) error {
 	return err
 }
 
-// next returns the record at window position i, reading it if needed; nil
+// at returns the record at window position i, reading it if needed; nil
 // at the end of the timeline.
 func (r *Replay) at(i int) (*winRec, error) {
 	for len(r.win) <= i {
