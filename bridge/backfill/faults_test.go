@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/snappy"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
@@ -398,4 +399,42 @@ func labelPairs(kv ...string) []mapping.LabelPair {
 		out = append(out, mapping.LabelPair{Name: kv[i], Value: kv[i+1]})
 	}
 	return out
+}
+
+// TestOTLPPartialSuccess exports through the OTLP HTTP exporter to a
+// receiver that answers every request with a partial success rejecting 7
+// data points: they are counted as rejected, with the receiver's message.
+func TestOTLPPartialSuccess(t *testing.T) {
+	var mu sync.Mutex
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		requests++
+		mu.Unlock()
+		var ps []byte
+		ps = protowire.AppendTag(ps, 1, protowire.VarintType)
+		ps = protowire.AppendVarint(ps, 7)
+		ps = protowire.AppendTag(ps, 2, protowire.BytesType)
+		ps = protowire.AppendString(ps, "7 points too old")
+		var resp []byte
+		resp = protowire.AppendTag(resp, 1, protowire.BytesType)
+		resp = protowire.AppendBytes(resp, ps)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(resp)
+	}))
+	defer srv.Close()
+	exp, err := otlpmetrichttp.New(context.Background(), otlpmetrichttp.WithEndpointURL(srv.URL+"/v1/metrics"), otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := openArchive(t, "seedtables/seedtables")
+	st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}}, NewOTLPSink(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if requests == 0 || st.Rejected != int64(7*requests) || st.Written != st.Read-st.Rejected || st.RejectedBy["partial success"] != st.Rejected ||
+		len(st.Errors) != 1 || !strings.Contains(st.Errors[0], "7 points too old") {
+		t.Errorf("%d requests: %+v", requests, st)
+	}
 }

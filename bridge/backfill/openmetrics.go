@@ -30,8 +30,11 @@ const omTempPrefix = ".pcp-exporter-om-"
 // WriteOpenMetrics writes the samples as an OpenMetrics text file that
 // `promtool tsdb create-blocks-from openmetrics` accepts: families one after
 // the other (TYPE and HELP first), timestamps in seconds, "# EOF" last.
+// The temporary files go to opts.TempDir (the output's directory, for the
+// command), where those a killed run left are removed.
 func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer) (Stats, error) {
-	total := Stats{Skipped: map[string]int64{}}
+	total := Stats{Skipped: map[string]int64{}, RejectedBy: map[string]int64{}}
+	removeStaleTemps(opts.TempDir)
 	names, err := familyNames(opts)
 	if err != nil {
 		return total, err

@@ -147,22 +147,28 @@ func (s *OTLPSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
 var partialSuccessRE = regexp.MustCompile(`^OTLP partial success: (.*) \((\d+) metric data points rejected\)$`)
 
 // partialSuccess reads the rejected count and message of a partial
-// success; ok is false for any other error.
+// success: every error at the leaves of err's tree must be one; ok is false
+// otherwise.
 func partialSuccess(err error) (rejected int, msg string, ok bool) {
-	errs := []error{err}
-	if j, isJoin := err.(interface{ Unwrap() []error }); isJoin {
-		errs = j.Unwrap()
-	}
-	for _, e := range errs {
-		m := partialSuccessRE.FindStringSubmatch(e.Error())
-		if m == nil {
-			return 0, "", false
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			n, m, ok := partialSuccess(e)
+			if !ok {
+				return 0, "", false
+			}
+			rejected, msg = rejected+n, m
 		}
-		n, _ := strconv.Atoi(m[2])
-		rejected += n
-		msg = m[1]
+		return rejected, msg, rejected > 0 || msg != ""
+	case interface{ Unwrap() error }:
+		return partialSuccess(u.Unwrap())
 	}
-	return rejected, "OTLP partial success: " + msg, true
+	m := partialSuccessRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0, "", false
+	}
+	n, _ := strconv.Atoi(m[2])
+	return n, "OTLP partial success: " + m[1], true
 }
 
 // Close shuts the exporter down.

@@ -115,11 +115,16 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		}
 	}
 	opts := backfill.Options{Archives: as, Mapper: mapper, Step: f.step, FailFast: f.failFast}
+	seen := map[string]bool{}
 	for _, l := range f.labels {
 		lp, err := backfill.ParseLabel(l)
 		if err != nil {
 			return usagef("--label: %v", err)
 		}
+		if seen[lp.Name] {
+			return usagef("--label: %s given twice", lp.Name)
+		}
+		seen[lp.Name] = true
 		opts.Labels = append(opts.Labels, lp)
 	}
 	if f.interp == "prior" {
