@@ -91,7 +91,7 @@ func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms 
 		m, ok := insts[indom]
 		if !ok {
 			m = map[int32]*source.Instance{}
-			ins := src.Instances(indom)
+			ins, _ := source.InstancesInForce(src, indom, t)
 			for i := range ins {
 				m[ins[i].ID] = &ins[i]
 			}
@@ -180,7 +180,7 @@ type pinnedSource struct {
 	gens  map[semantics.PMID]time.Time
 }
 
-func pinSource(src source.Source, ms []source.Metric, res *source.Result) *pinnedSource {
+func pinSource(src source.Source, ms []source.Metric, res *source.Result, t time.Time) *pinnedSource {
 	p := &pinnedSource{Source: src, insts: map[semantics.InDom][]source.Instance{}}
 	gen, _ := src.(Generationer)
 	if f, ok := src.(interface{ Generation() time.Time }); ok && gen == nil {
@@ -195,7 +195,7 @@ func pinSource(src source.Source, ms []source.Metric, res *source.Result) *pinne
 		}
 		d := &ms[i].Desc
 		if _, ok := p.insts[d.InDom]; !ok && d.InDom != semantics.InDomNull {
-			p.insts[d.InDom] = src.Instances(d.InDom)
+			p.insts[d.InDom], _ = source.InstancesInForce(src, d.InDom, t)
 		}
 		if gen != nil {
 			p.gens[d.PMID] = gen.Generation(d.PMID)
@@ -264,7 +264,7 @@ func (p *OTelProducer) Produce(context.Context) ([]metricdata.ScopeMetrics, erro
 			if err = s.Src.Fetch(t, pmids, &p.res); err != nil {
 				break
 			}
-			pin = pinSource(s.Src, ms, &p.res)
+			pin = pinSource(s.Src, ms, &p.res, t)
 			if source.EpochOf(s.Src) == e {
 				break
 			}

@@ -203,6 +203,11 @@ func (w *Source) Metrics() []source.Metric {
 // source (derived metrics use their operands' instance domains).
 func (w *Source) Instances(indom semantics.InDom) []source.Instance { return w.src.Instances(indom) }
 
+// InstancesInForce is the wrapped source's (source.InDomHistory).
+func (w *Source) InstancesInForce(indom semantics.InDom, t time.Time) ([]source.Instance, time.Time) {
+	return source.InstancesInForce(w.src, indom, t)
+}
+
 // Epoch is the wrapped source's (source.Epoched): derived metrics are
 // bound to its metric set.
 func (w *Source) Epoch() uint64 { return source.EpochOf(w.src) }

@@ -49,10 +49,12 @@ func dumpArchive(w io.Writer, path string) error {
 			return err
 		}
 	}
+	// what was read before an error goes out first, whole lines only
+	ferr := bw.Flush()
 	if err := r.Err(); err != nil {
 		return err
 	}
-	return bw.Flush()
+	return ferr
 }
 
 func appendRecordJSON(b []byte, rec *archive.Record, name func(semantics.PMID) []byte) []byte {

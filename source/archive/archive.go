@@ -298,9 +298,11 @@ func (a *Archive) OneLine(p semantics.PMID) string {
 	return a.state().meta.texts[textKey{textOneLine | textPMID, uint32(p)}]
 }
 
-// Help returns the long help text of a PMID ("" if none).
+// Help returns the long help text of a PMID, or its one-line text where
+// the archive has no (or an empty) long text, as libpcp's pmLookupText
+// answers ("" if neither).
 func (a *Archive) Help(p semantics.PMID) string {
-	return a.state().meta.texts[textKey{textHelp | textPMID, uint32(p)}]
+	return a.state().meta.help(textPMID, uint32(p))
 }
 
 // InDomOneLine returns the one-line help text of an instance domain.
@@ -308,9 +310,10 @@ func (a *Archive) InDomOneLine(i semantics.InDom) string {
 	return a.state().meta.texts[textKey{textOneLine | textInDom, uint32(i)}]
 }
 
-// InDomHelp returns the long help text of an instance domain.
+// InDomHelp returns the long help text of an instance domain, or its
+// one-line text without one (as Help).
 func (a *Archive) InDomHelp(i semantics.InDom) string {
-	return a.state().meta.texts[textKey{textHelp | textInDom, uint32(i)}]
+	return a.state().meta.help(textInDom, uint32(i))
 }
 
 // Labels returns the label set of one level of the hierarchy in force at
@@ -398,17 +401,37 @@ func (a *Archive) metricLabels(m *meta, d semantics.Desc, memo map[upperLabels]s
 // instances of one indom in separate records: for each instance the newest
 // set wins.
 func (a *Archive) InstanceLabels(indom semantics.InDom) map[int32]semantics.LabelSet {
-	recs := a.state().meta.labels[labelKey{semantics.LabelInstances, uint32(indom)}]
+	ls, _ := a.instanceLabelsAt(a.state().meta, indom, maxTime)
+	return ls
+}
+
+// maxTime is a time after every record.
+var maxTime = time.Unix(1<<62, 0)
+
+// instanceLabelsAt returns the instance labels of an instance domain in
+// force at t (for each instance, its newest set at or before t; before the
+// first record, the first record's sets) and the time of the next record
+// after t (zero: none).
+func (a *Archive) instanceLabelsAt(m *meta, indom semantics.InDom, t time.Time) (map[int32]semantics.LabelSet, time.Time) {
+	recs := m.labels[labelKey{semantics.LabelInstances, uint32(indom)}]
 	if len(recs) == 0 {
-		return nil
+		return nil, time.Time{}
+	}
+	n := sort.Search(len(recs), func(i int) bool { return recs[i].t.After(t) })
+	var until time.Time
+	if n < len(recs) {
+		until = recs[n].t
+	}
+	if n == 0 {
+		n = 1
 	}
 	out := map[int32]semantics.LabelSet{}
-	for _, r := range recs {
+	for _, r := range recs[:n] {
 		for _, s := range r.sets {
 			out[int32(s.inst)] = s.labels
 		}
 	}
-	return out
+	return out, until
 }
 
 // Metrics returns the metadata of every metric, one entry per name, in name
@@ -431,7 +454,7 @@ func (a *Archive) Metrics() []source.Metric {
 				Name:    n,
 				Desc:    d,
 				OneLine: m.texts[textKey{textOneLine | textPMID, uint32(p)}],
-				Help:    m.texts[textKey{textHelp | textPMID, uint32(p)}],
+				Help:    m.help(textPMID, uint32(p)),
 				Labels:  a.metricLabels(m, d, memo),
 			})
 		}
@@ -441,10 +464,33 @@ func (a *Archive) Metrics() []source.Metric {
 }
 
 // Instances returns every instance the archive ever lists for the instance
-// domain (the union over all its records, as pmGetInDomArchive), by id, with
-// their instance labels. A name changed by a later record keeps the first.
+// domain (the union over all its records, as pmGetInDomArchive), by id, each
+// with its name and instance labels in force at the end of the archive (an
+// id that changed its name has its newest).
 func (a *Archive) Instances(indom semantics.InDom) []source.Instance {
-	return a.withLabels(indom, a.instancesAll(indom))
+	ins, _ := a.InstancesInForce(indom, maxTime)
+	return ins
+}
+
+// InstancesInForce returns every instance the archive lists for the domain
+// (as Instances), each with the name and instance labels in force at t:
+// those of the newest record at or before t that lists the instance (libpcp's
+// pmGetInDom after pmSetMode to t), else of the first record that lists it
+// after t. until is the time of the next metadata record that may change
+// the answer (zero: none). It implements source.InDomHistory.
+func (a *Archive) InstancesInForce(indom semantics.InDom, t time.Time) (insts []source.Instance, until time.Time) {
+	m := a.state().meta
+	insts, until = a.namedAt(m, indom, t)
+	ls, lu := a.instanceLabelsAt(m, indom, t)
+	if !lu.IsZero() && (until.IsZero() || lu.Before(until)) {
+		until = lu
+	}
+	if ls != nil {
+		for i := range insts {
+			insts[i].Labels = ls[insts[i].ID]
+		}
+	}
+	return insts, until
 }
 
 // instanceIDs returns the ids of Instances(indom) (no names or labels
@@ -460,19 +506,34 @@ func (a *Archive) instanceIDs(indom semantics.InDom) []int32 {
 
 // instancesAll is Instances without labels.
 func (a *Archive) instancesAll(indom semantics.InDom) []source.Instance {
-	snaps := a.state().meta.indoms[indom]
-	seen := map[int32]bool{}
+	ins, _ := a.namedAt(a.state().meta, indom, maxTime)
+	return ins
+}
+
+// namedAt is InstancesInForce without labels.
+func (a *Archive) namedAt(m *meta, indom semantics.InDom, t time.Time) ([]source.Instance, time.Time) {
+	snaps := m.indoms[indom]
+	var until time.Time
+	at := map[int32]int{} // index in out
 	var out []source.Instance
 	for _, s := range snaps {
+		later := s.t.After(t)
+		if later && until.IsZero() {
+			until = s.t
+		}
 		for _, in := range s.insts {
-			if !seen[in.ID] {
-				seen[in.ID] = true
+			i, seen := at[in.ID]
+			switch {
+			case !seen:
+				at[in.ID] = len(out)
 				out = append(out, in)
+			case !later:
+				out[i].Name = in.Name // a newer record in force at t
 			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return out, until
 }
 
 // instancesAt is InstancesAt without labels, shared: not to be changed.
@@ -492,7 +553,7 @@ func (a *Archive) InstancesAt(indom semantics.InDom, t time.Time) []source.Insta
 	if ins == nil {
 		return nil
 	}
-	return a.withLabels(indom, append([]source.Instance(nil), ins...))
+	return a.withLabels(indom, append([]source.Instance(nil), ins...), t)
 }
 
 // InDomChanges returns the times at which the instance domain's metadata
@@ -506,8 +567,8 @@ func (a *Archive) InDomChanges(indom semantics.InDom) []time.Time {
 	return out
 }
 
-func (a *Archive) withLabels(indom semantics.InDom, insts []source.Instance) []source.Instance {
-	il := a.InstanceLabels(indom)
+func (a *Archive) withLabels(indom semantics.InDom, insts []source.Instance, t time.Time) []source.Instance {
+	il, _ := a.instanceLabelsAt(a.state().meta, indom, t)
 	if il == nil {
 		return insts
 	}

@@ -275,6 +275,9 @@ func (m *meta) parseDesc(d *decoder) {
 	for i := 0; i < nn && d.err == nil; i++ {
 		l := d.i32()
 		name := d.bytes(int(l))
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i] // libpcp's names end at the first NUL
+		}
 		if d.err == nil && len(name) == 0 {
 			d.fail("empty metric name")
 		}
@@ -499,6 +502,16 @@ func (m *meta) parseText(d *decoder) {
 		return // libpcp skips these silently
 	}
 	m.texts[textKey{tt, ident}] = string(rest)
+}
+
+// help is the long text of an identifier (kind textPMID or textInDom),
+// falling back to its one-line text when there is no long text or it is
+// empty (libpcp's fallbacktext).
+func (m *meta) help(kind int32, ident uint32) string {
+	if s := m.texts[textKey{textHelp | kind, ident}]; s != "" {
+		return s
+	}
+	return m.texts[textKey{textOneLine | kind, ident}]
 }
 
 // labelsAt returns the label sets of (typ, ident) in force at the end.

@@ -251,15 +251,37 @@ func (r *Replay) instanceIDs(indom semantics.InDom) []int32 {
 }
 
 // Instances returns every instance the archives list for the domain (the
-// union, as pmGetInDomArchive), by id.
+// union, as pmGetInDomArchive), by id, with the names and instance labels
+// in force at the end of the timeline.
 func (r *Replay) Instances(indom semantics.InDom) []source.Instance {
+	ins, _ := r.InstancesInForce(indom, maxTime)
+	return ins
+}
+
+// InstancesInForce returns the instances of Instances with the names and
+// instance labels in force at t (source.InDomHistory): an archive that
+// starts at or before t overrides the names of the archives before it, and
+// an instance only later archives list has its name there.
+func (r *Replay) InstancesInForce(indom semantics.InDom, t time.Time) ([]source.Instance, time.Time) {
 	if len(r.archives) == 1 {
-		return r.archives[0].Instances(indom)
+		return r.archives[0].InstancesInForce(indom, t)
+	}
+	var until time.Time
+	sooner := func(u time.Time) {
+		if !u.IsZero() && (until.IsZero() || u.Before(until)) {
+			until = u
+		}
 	}
 	byID := map[int32]source.Instance{}
-	for _, a := range r.archives {
-		for _, in := range a.Instances(indom) {
-			if _, ok := byID[in.ID]; !ok {
+	for i, a := range r.archives {
+		ins, u := a.InstancesInForce(indom, t)
+		sooner(u)
+		started := i == 0 || !a.Label().Start.After(t)
+		if !started {
+			sooner(a.Label().Start)
+		}
+		for _, in := range ins {
+			if _, ok := byID[in.ID]; !ok || started {
 				byID[in.ID] = in
 			}
 		}
@@ -269,7 +291,7 @@ func (r *Replay) Instances(indom semantics.InDom) []source.Instance {
 		out = append(out, in)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return out, until
 }
 
 // Close closes the readers and the archives.
