@@ -54,7 +54,12 @@ func dumpArchive(w io.Writer, path string) error {
 	if err := r.Err(); err != nil {
 		return err
 	}
-	return ferr
+	if ferr != nil {
+		return ferr
+	}
+	// a finished archive whose last record is cut short: everything
+	// before it was written, then the error (pmdumplog's PM_ERR_LOGREC)
+	return a.Truncated()
 }
 
 func appendRecordJSON(b []byte, rec *archive.Record, name func(semantics.PMID) []byte) []byte {

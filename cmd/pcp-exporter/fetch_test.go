@@ -47,7 +47,7 @@ func TestFetchGolden(t *testing.T) {
 			switch tc.format {
 			case "csv":
 				rows, err := csv.NewReader(bytes.NewReader(out.Bytes())).ReadAll()
-				if err != nil || len(rows) < 2 || strings.Join(rows[0], ",") != "time,metric,instance,value" {
+				if err != nil || len(rows) < 2 || strings.Join(rows[0], ",") != "time,metric,instance_id,instance,value" {
 					t.Fatalf("not the contract's CSV (%v): %q", err, out.String())
 				}
 			case "json":

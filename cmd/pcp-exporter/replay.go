@@ -234,5 +234,16 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 		}
 	}
 	_, err = w.Write(buf)
+	reportTruncated("replay", as)
 	return err
+}
+
+// reportTruncated says on stderr, one line each, which archives end with a
+// record cut short (the values before it are answered).
+func reportTruncated(cmd string, as []*archive.Archive) {
+	for _, a := range as {
+		if err := a.Truncated(); err != nil {
+			fmt.Fprintf(os.Stderr, "pcp-exporter %s: warning: %v\n", cmd, err)
+		}
+	}
 }

@@ -117,7 +117,7 @@ func normValue(typ, v string) string {
 	return fmt.Sprintf("%x", math.Float64bits(f))
 }
 
-// cliRows turns replay's CSV into epoch,metric,instance,value rows (values
+// cliRows turns replay's CSV into epoch,metric,instance_id,instance,value rows (values
 // that parse as floats compared by their bits).
 func cliRows(t *testing.T, out []byte, types map[string]semantics.Type) []string {
 	r := csv.NewReader(bytes.NewReader(out))
@@ -125,7 +125,7 @@ func cliRows(t *testing.T, out []byte, types map[string]semantics.Type) []string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) == 0 || strings.Join(recs[0], ",") != "time,metric,instance,value" {
+	if len(recs) == 0 || strings.Join(recs[0], ",") != "time,metric,instance_id,instance,value" {
 		t.Fatalf("bad header: %q", out[:min(len(out), 80)])
 	}
 	var rows []string
@@ -134,7 +134,7 @@ func cliRows(t *testing.T, out []byte, types map[string]semantics.Type) []string
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := c[3]
+		v := c[4]
 		switch types[c[1]] {
 		case semantics.TypeFloat:
 			// our output is the float32's shortest form: widen it
@@ -146,7 +146,7 @@ func cliRows(t *testing.T, out []byte, types map[string]semantics.Type) []string
 		case semantics.TypeDouble:
 			v = normValue("", v)
 		}
-		rows = append(rows, fmt.Sprintf("%d.%09d,%s,%s,%s", tm.Unix(), tm.Nanosecond(), c[1], c[2], v))
+		rows = append(rows, fmt.Sprintf("%d.%09d,%s,%s,%s,%s", tm.Unix(), tm.Nanosecond(), c[1], c[2], c[3], v))
 	}
 	sort.Strings(rows)
 	return rows
@@ -171,7 +171,11 @@ func corpusInterpRows(t *testing.T, path string) []string {
 		case "FLOAT", "DOUBLE":
 			v = normValue(c[5], v)
 		}
-		rows = append(rows, fmt.Sprintf("%s,%s,%s,%s", c[1], c[2], c[4], v))
+		id := c[3]
+		if id == "-1" { // PM_IN_NULL: the contract's "" for singular
+			id = ""
+		}
+		rows = append(rows, fmt.Sprintf("%s,%s,%s,%s,%s", c[1], c[2], id, c[4], v))
 	}
 	sort.Strings(rows)
 	return rows
@@ -245,7 +249,7 @@ func reconcileAvg(t *testing.T, f *replayFlags, want, got []string) ([]string, [
 			recs, _ := csv.NewReader(&out).ReadAll()
 			for _, c := range recs[1:] {
 				tm, _ := time.Parse(time.RFC3339Nano, c[0])
-				v, _ := strconv.ParseFloat(c[3], 32)
+				v, _ := strconv.ParseFloat(c[4], 32)
 				k := fmt.Sprintf("%d.%09d", tm.Unix(), tm.Nanosecond())
 				m[k] = append(m[k], float32(v))
 			}
@@ -284,8 +288,8 @@ func reconcileAvg(t *testing.T, f *replayFlags, want, got []string) ([]string, [
 	var w2, g2 []string
 	drop := map[string]bool{} // "time,metric," of reconciled cells
 	for _, r := range want {
-		p := strings.SplitN(r, ",", 4)
-		if _, ok := avgOperands[p[1]]; ok && !gotSet[r] && someOrder(values(p[1], p[0]), p[3]) {
+		p := strings.SplitN(r, ",", 5)
+		if _, ok := avgOperands[p[1]]; ok && !gotSet[r] && someOrder(values(p[1], p[0]), p[4]) {
 			drop[p[0]+","+p[1]+","] = true
 			continue
 		}
@@ -295,7 +299,7 @@ func reconcileAvg(t *testing.T, f *replayFlags, want, got []string) ([]string, [
 		w2 = append(w2, r)
 	}
 	for _, r := range got {
-		p := strings.SplitN(r, ",", 4)
+		p := strings.SplitN(r, ",", 5)
 		if drop[p[0]+","+p[1]+","] && !wantSet[r] {
 			continue
 		}

@@ -25,6 +25,13 @@ type Archive struct {
 	mu        sync.Mutex // serializes Refresh
 
 	openVolume func(path string) (*stream, error) // openStream; replaced by fuzz tests
+
+	// live: pmlogger is still writing the archive (OpenLive), so a partial
+	// last record of the .meta or of a volume is not yet written; in a
+	// finished archive it is cut short: an error for the .meta, a report
+	// for a volume (see Truncated)
+	live bool
+	cut  atomic.Pointer[FormatError]
 }
 
 // state is an immutable snapshot of what is known of the archive.
@@ -40,15 +47,28 @@ type state struct {
 
 func (a *Archive) state() *state { return a.st.Load() }
 
-// Open opens the archive named by path: its base name, or the name of any of
-// its files (.meta, .index, .N, each possibly with a compression suffix).
-// The .meta file is loaded fully; volumes are read incrementally by Readers.
+// Open opens the finished archive named by path: its base name, or the name
+// of any of its files (.meta, .index, .N, each possibly with a compression
+// suffix). The .meta file is loaded fully; volumes are read incrementally by
+// Readers. A .meta file whose last record is cut short is an error (libpcp's
+// "Corrupted record"); a volume's is reported by Truncated.
 func Open(path string) (*Archive, error) {
+	return open(path, false)
+}
+
+// OpenLive opens an archive that pmlogger is still writing: the partial
+// last record of its .meta file or of its last volume is not yet written,
+// not an error (Refresh reads it once it is whole).
+func OpenLive(path string) (*Archive, error) {
+	return open(path, true)
+}
+
+func open(path string, live bool) (*Archive, error) {
 	base := BaseName(path)
 	if _, err := findFile(path + ".meta"); err == nil {
 		base = path // a base name that ends in ".N", as pmlogger's 20240101.00.10
 	}
-	a := &Archive{base: base, openVolume: openStream}
+	a := &Archive{base: base, openVolume: openStream, live: live}
 	mp, err := findFile(base + ".meta")
 	if err != nil {
 		if _, e2 := os.Stat(path); e2 != nil && errors.Is(err, os.ErrNotExist) {
@@ -76,6 +96,9 @@ func Open(path string) (*Archive, error) {
 		return nil, err
 	}
 	m.off += int64(used)
+	if left := int64(len(b)) - m.off; left > 0 && !live {
+		return nil, &FormatError{File: mp, Off: m.off, Msg: cutMsg("metadata", b[m.off:])}
+	}
 	st := &state{meta: m}
 	if ip, err := findFile(base + ".index"); err == nil {
 		a.indexPath = ip
@@ -121,6 +144,25 @@ func (a *Archive) checkLabel(file string, l Label, vol int32) error {
 		return &FormatError{File: file, Off: 20, Msg: fmt.Sprintf("label volume %d, want %d", l.Vol, vol)}
 	case l.PID != a.label.PID || l.Hostname != a.label.Hostname:
 		return &FormatError{File: file, Off: 8, Msg: fmt.Sprintf("label (pid %d, host %q) does not match the .meta label (pid %d, host %q)", l.PID, l.Hostname, a.label.PID, a.label.Hostname)}
+	}
+	return nil
+}
+
+// cutMsg describes the partial record rec (what is left of the file).
+func cutMsg(what string, rec []byte) string {
+	if len(rec) < 4 {
+		return fmt.Sprintf("%s record cut short (%d bytes of its length)", what, len(rec))
+	}
+	return fmt.Sprintf("%s record cut short (%d of its %d bytes)", what, len(rec), int32(be32(rec)))
+}
+
+// Truncated returns the error of a record cut short at the end of a volume
+// of a finished archive (opened with Open), the first one a Reader met:
+// Readers end there as at the end of the data, as libpcp reports
+// PM_ERR_LOGREC after the records before it. nil when none was met.
+func (a *Archive) Truncated() error {
+	if e := a.cut.Load(); e != nil {
+		return e
 	}
 	return nil
 }
