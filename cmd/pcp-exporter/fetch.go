@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -161,13 +163,13 @@ func fetchValues(w io.Writer, src source.Source, args []string, format string) e
 	return bw.Flush()
 }
 
-// sortedValues returns the values of a set in instance id order.
+// sortedValues puts the values of a set in instance id order, in place
+// (an archive replay lists them in libpcp's order, see archive.Replay).
 func sortedValues(vals []source.InstValue) []source.InstValue {
 	for i := 1; i < len(vals); i++ {
 		if vals[i].Inst < vals[i-1].Inst {
-			out := append([]source.InstValue(nil), vals...)
-			sort.SliceStable(out, func(i, j int) bool { return out[i].Inst < out[j].Inst })
-			return out
+			slices.SortStableFunc(vals, func(a, b source.InstValue) int { return cmp.Compare(a.Inst, b.Inst) })
+			break
 		}
 	}
 	return vals

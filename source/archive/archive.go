@@ -552,6 +552,24 @@ func (a *Archive) instancesAll(indom semantics.InDom) []source.Instance {
 	return ins
 }
 
+// inDomArchiveOrder returns the ids of Instances in the order of libpcp's
+// pmGetInDomArchive: the newest record first, each record's instances in
+// its order (id order here), every id once.
+func (a *Archive) inDomArchiveOrder(indom semantics.InDom) []int32 {
+	snaps := a.state().meta.indoms[indom]
+	seen := map[int32]bool{}
+	var out []int32
+	for i := len(snaps) - 1; i >= 0; i-- {
+		for _, in := range snaps[i].insts {
+			if !seen[in.ID] {
+				seen[in.ID] = true
+				out = append(out, in.ID)
+			}
+		}
+	}
+	return out
+}
+
 // namedAt is InstancesInForce without labels.
 func (a *Archive) namedAt(m *meta, indom semantics.InDom, t time.Time) ([]source.Instance, time.Time) {
 	snaps := m.indoms[indom]

@@ -126,6 +126,7 @@ type Replay struct {
 type pmState struct {
 	desc       semantics.Desc
 	icps       []*icp // candidate instances, in instance id order
+	order      []*icp // the same in the order of libpcp's results (hashWalkOrder)
 	byInst     map[int32]*icp
 	hint       []*icp // the instance at each position of the last record
 	lastNumval int
@@ -374,7 +375,39 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 		pm.icps[i] = c
 		pm.byInst[inst] = c
 	}
+	pm.order = pm.icps
+	if d.InDom != semantics.InDomNull {
+		list := insts
+		if len(r.archives) == 1 {
+			list = r.archives[0].inDomArchiveOrder(d.InDom)
+		}
+		pm.order = make([]*icp, 0, len(list))
+		for _, inst := range hashWalkOrder(list) {
+			pm.order = append(pm.order, pm.byInst[inst])
+		}
+	}
 	return pm
+}
+
+// hashWalkOrder returns ids in the order libpcp's interpolated results list
+// them: the walk of its per-metric instance hash table (interp.c, hash.c),
+// preallocated with as many buckets as ids, each id added in list order at
+// the head of bucket id % len(ids), walked bucket 0 upward and each chain
+// from its head. (With as many buckets as ids, the table never grows.)
+func hashWalkOrder(list []int32) []int32 {
+	n := uint32(len(list))
+	chains := make([][]int32, n) // each in insertion order: walked backwards
+	for _, id := range list {
+		k := uint32(id) % n
+		chains[k] = append(chains[k], id)
+	}
+	out := make([]int32, 0, n)
+	for _, c := range chains {
+		for j := len(c) - 1; j >= 0; j-- {
+			out = append(out, c[j])
+		}
+	}
+	return out
 }
 
 // followed is follows as of now, for the prefetching reader's goroutine
@@ -1248,7 +1281,7 @@ func (r *Replay) answer(pmids []semantics.PMID, pms []*pmState, tReq float64, se
 		}
 		d := pm.desc
 		numval := pm.numval
-		for _, c := range pm.icps {
+		for _, c := range pm.order {
 			if !c.inresult {
 				continue
 			}
