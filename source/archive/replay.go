@@ -454,11 +454,12 @@ func (r *Replay) pmAt(hints *[]setHint, i int, p semantics.PMID) *pmState {
 func (r *Replay) follows(p semantics.PMID) bool { return r.pms[p] != nil }
 
 // secs is libpcp's time measure: seconds from the archive start as a double
-// (__pmTimestampSub: seconds and nanoseconds subtracted separately).
+// (__pmTimestampSub: seconds and nanoseconds subtracted separately, the sum
+// in long double).
 func (r *Replay) secs(t time.Time) float64 {
 	ds := t.Unix() - r.start.Unix()
 	dn := int64(t.Nanosecond()) - int64(r.start.Nanosecond())
-	return float64(ds) + float64(dn)/1e9
+	return semantics.TimestampSub(ds, dn)
 }
 
 func (r *Replay) refreshEnd() error {
