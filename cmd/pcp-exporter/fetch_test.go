@@ -18,7 +18,7 @@ var (
 	// volatile parts of fetch output: the fetch time and the open ELAPSED
 	// interval, which grows with time.
 	timeRE    = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z`)
-	runningRE = regexp.MustCompile(`(elapsed\.running(?:,,|","values":\[\{"inst":null,"value":))\d+`)
+	runningRE = regexp.MustCompile(`(elapsed\.running(?:,,,|","values":\[\{"inst":null,"value":))\d+`)
 )
 
 // TestFetchGolden checks fetch's CSV and JSON over the corpus MMV files
