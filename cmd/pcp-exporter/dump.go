@@ -14,7 +14,7 @@ import (
 func init() {
 	addCommand(command{
 		name: "dump",
-		help: "Print every record of an archive as JSON lines.",
+		help: "Print every record of an archive as JSON lines, in file order: a record whose time goes back is printed too (libpcp skips it). At a corrupt or cut record, every line before it is written, then the error.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			path := cmd.Arg("archive", "Archive: base name or any of its files.").Required().String()
 			return func() error { return dumpArchive(os.Stdout, *path) }

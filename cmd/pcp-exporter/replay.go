@@ -33,7 +33,7 @@ type replayFlags struct {
 func init() {
 	addCommand(command{
 		name: "replay",
-		help: "Print the values of archives interpolated at regular times, as libpcp's interpolation mode gives them.",
+		help: "Print the values of archives interpolated at regular times, as libpcp's interpolation mode gives them. CSV columns: time,metric,instance_id,instance,value, each instance named as at the sample's time. An archive whose last record is cut short is reported on stderr after the values before it.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			f := &replayFlags{}
 			cmd.Flag("start", "First sample time: RFC 3339, or +DURATION after the archive's start.").Default("+0s").StringVar(&f.start)
