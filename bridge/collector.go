@@ -64,6 +64,7 @@ type sourceState struct {
 	logged   source.Status // the status last logged, to log once per change
 	duration float64
 	insts    map[semantics.InDom]map[int32]*source.Instance
+	at       time.Time // the time of res: instances are named as then
 	text     textCache
 }
 
@@ -249,7 +250,7 @@ func (c *Collector) readSource(s *sourceState, now time.Time, visit valueVisitor
 				return fmt.Errorf("%s: %w", s.Name, err)
 			}
 		}
-		s.insts = nil
+		s.insts, s.at = nil, t
 		for i := range s.families {
 			if i < len(s.res.Sets) && s.res.Sets[i].Err == nil && len(s.res.Sets[i].Values) > 0 && s.families[i].Desc.InDom != semantics.InDomNull {
 				s.instance(s.families[i].Desc.InDom, s.res.Sets[i].Values[0].Inst)
@@ -369,7 +370,8 @@ func pmproxyFloat(t semantics.Type, v float64) float64 {
 	return r
 }
 
-// instance finds an instance of a domain (cached for one scrape).
+// instance finds an instance of a domain, named as at the fetch's time
+// (cached for one scrape).
 func (s *sourceState) instance(indom semantics.InDom, id int32) *source.Instance {
 	if s.insts == nil {
 		s.insts = map[semantics.InDom]map[int32]*source.Instance{}
@@ -377,7 +379,7 @@ func (s *sourceState) instance(indom semantics.InDom, id int32) *source.Instance
 	m, ok := s.insts[indom]
 	if !ok {
 		m = map[int32]*source.Instance{}
-		ins := s.Src.Instances(indom)
+		ins, _ := source.InstancesInForce(s.Src, indom, s.at)
 		for i := range ins {
 			m[ins[i].ID] = &ins[i]
 		}

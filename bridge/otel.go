@@ -68,7 +68,7 @@ func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms 
 		m, ok := insts[indom]
 		if !ok {
 			m = map[int32]*source.Instance{}
-			ins := src.Instances(indom)
+			ins, _ := source.InstancesInForce(src, indom, t)
 			for i := range ins {
 				m[ins[i].ID] = &ins[i]
 			}
@@ -143,7 +143,7 @@ type pinnedSource struct {
 	gens  map[semantics.PMID]time.Time
 }
 
-func pinSource(src source.Source, ms []source.Metric, res *source.Result) *pinnedSource {
+func pinSource(src source.Source, ms []source.Metric, res *source.Result, t time.Time) *pinnedSource {
 	p := &pinnedSource{Source: src, insts: map[semantics.InDom][]source.Instance{}, gens: map[semantics.PMID]time.Time{}}
 	for i := range ms {
 		if i >= len(res.Sets) || res.Sets[i].Err != nil || len(res.Sets[i].Values) == 0 {
@@ -151,7 +151,7 @@ func pinSource(src source.Source, ms []source.Metric, res *source.Result) *pinne
 		}
 		d := &ms[i].Desc
 		if _, ok := p.insts[d.InDom]; !ok && d.InDom != semantics.InDomNull {
-			p.insts[d.InDom] = src.Instances(d.InDom)
+			p.insts[d.InDom], _ = source.InstancesInForce(src, d.InDom, t)
 		}
 		if g := source.GenerationOf(src, d.PMID); !g.IsZero() {
 			p.gens[d.PMID] = g
@@ -220,7 +220,7 @@ func (p *OTelProducer) Produce(context.Context) ([]metricdata.ScopeMetrics, erro
 			if err = s.Src.Fetch(t, pmids, &p.res); err != nil {
 				break
 			}
-			pin = pinSource(s.Src, ms, &p.res)
+			pin = pinSource(s.Src, ms, &p.res, t)
 			if source.EpochOf(s.Src) == e {
 				break
 			}

@@ -83,7 +83,12 @@ func Wrap(src source.Source, defs []Definition, logger *slog.Logger) (*Source, e
 	}
 	w := &Source{src: src, defs: defs, logger: logger, sets: map[semantics.PMID]*source.ValueSet{}, hasWant: map[semantics.PMID]bool{}}
 	w.ctx.sets = w.sets
-	w.ctx.insts = src.Instances
+	// matchinst() names an instance when it first sees it, as it is named
+	// at that fetch's time (libpcp's pmNameInDom at the result's stamp)
+	w.ctx.insts = func(indom semantics.InDom) []source.Instance {
+		ins, _ := source.InstancesInForce(src, indom, w.ctx.t)
+		return ins
+	}
 	w.refresh()
 	return w, nil
 }

@@ -125,7 +125,7 @@ type Monitored interface {
 
 // capability returns the first of src and the sources it wraps that
 // implements T.
-func capability[T any](src Source) (T, bool) {
+func capability[T any](src any) (T, bool) {
 	for src != nil {
 		if c, ok := src.(T); ok {
 			return c, true
@@ -183,9 +183,8 @@ type Source interface {
 	// Instances returns the instances of an instance domain known now, in
 	// instance id order. For an archive replay that is every instance the
 	// archives list for the domain at any time (the union, as
-	// pmGetInDomArchive gives it; an id reused under another name keeps
-	// its first name, as pmrep labels it): a fetch answers the instances
-	// present at its time.
+	// pmGetInDomArchive gives it), named as at the end; a fetch answers the
+	// instances present at its time, and InDomHistory names them as then.
 	Instances(indom semantics.InDom) []Instance
 	// Fetch fills res with the values of the given metrics at time t, one
 	// ValueSet per PMID in the given order. Live sources ignore t and use the

@@ -285,10 +285,8 @@ type run struct {
 	byLabels map[string]*Series
 	fams     []*mapping.Family // of the current source
 	byPMID   map[semantics.PMID][]int
-	insts    map[semantics.InDom]map[int32]*source.Instance
-	src      interface {
-		Instances(semantics.InDom) []source.Instance
-	}
+	names    *source.InstanceNames // of the current source
+	src      source.InstanceLister
 }
 
 func (r *run) mapFamilies(metrics []source.Metric) {
@@ -308,45 +306,32 @@ func (r *run) mapFamilies(metrics []source.Metric) {
 	}
 	r.series = map[seriesKey]*Series{}
 	r.hints = r.hints[:0]
-	r.insts = map[semantics.InDom]map[int32]*source.Instance{}
+	r.names = source.NewInstanceNames(r.src)
 }
 
-func (r *run) instance(indom semantics.InDom, id int32) *source.Instance {
-	m, ok := r.insts[indom]
-	if !ok {
-		m = map[int32]*source.Instance{}
-		ins := r.src.Instances(indom)
-		for i := range ins {
-			m[ins[i].ID] = &ins[i]
-		}
-		r.insts[indom] = m
-	}
-	if in := m[id]; in != nil {
-		return in
-	}
-	return &source.Instance{ID: id, Name: fmt.Sprint(id)}
-}
-
-// seriesKey identifies a series of a run: family, instance, and for
+// seriesKey identifies a series of a run: family, instance (its id and its
+// name at the sample's time: a renamed instance is another series), and for
 // info metrics the string value (a label).
 type seriesKey struct {
 	fam  int
 	inst int32
+	name string
 	info string
 }
 
-// lookup returns the series of a family's instance (and, for an info
+// lookup returns the series of a family's instance at t (and, for an info
 // family, string value) in the current source, making it on first use;
 // series with the same labels are one, whatever the source.
-func (r *run) lookup(fi int, inst int32, info string) *Series {
-	k := seriesKey{fam: fi, inst: inst, info: info}
-	if s := r.series[k]; s != nil {
-		return s
-	}
+func (r *run) lookup(fi int, inst int32, info string, t time.Time) *Series {
 	f := r.fams[fi]
 	var in *source.Instance
+	k := seriesKey{fam: fi, inst: inst, info: info}
 	if f.Desc.InDom != semantics.InDomNull {
-		in = r.instance(f.Desc.InDom, inst)
+		in, _ = r.names.Lookup(f.Desc.InDom, inst, t)
+		k.name = in.Name
+	}
+	if s := r.series[k]; s != nil {
+		return s
 	}
 	ls := append([]mapping.LabelPair{{Name: "__name__", Value: f.Name}}, f.Labels(in)...)
 	if f.Type == mapping.Info {
@@ -373,6 +358,7 @@ func (r *run) lookup(fi int, inst int32, info string) *Series {
 // seriesHint is the series last emitted at a value position of a family.
 type seriesHint struct {
 	inst int32
+	gen  uint64 // of the instance names (source.InstanceNames.Gen)
 	s    *Series
 }
 
@@ -384,7 +370,7 @@ func (r *run) emit(fi, pos int, inst int32, v semantics.Value, t time.Time) erro
 	var s *Series
 	val := 1.0
 	if f.Type == mapping.Info {
-		s = r.lookup(fi, inst, strings.ToValidUTF8(v.Str(), "\uFFFD"))
+		s = r.lookup(fi, inst, strings.ToValidUTF8(v.Str(), "\uFFFD"), t)
 	} else {
 		val = f.Float64(v)
 		if len(r.hints) <= fi {
@@ -393,9 +379,13 @@ func (r *run) emit(fi, pos int, inst int32, v semantics.Value, t time.Time) erro
 		if len(r.hints[fi]) <= pos {
 			r.hints[fi] = append(r.hints[fi], make([]seriesHint, pos+1-len(r.hints[fi]))...)
 		}
+		var gen uint64
+		if f.Desc.InDom != semantics.InDomNull {
+			gen = r.names.Gen(f.Desc.InDom, t)
+		}
 		h := &r.hints[fi][pos]
-		if h.s == nil || h.inst != inst {
-			*h = seriesHint{inst: inst, s: r.lookup(fi, inst, "")}
+		if h.s == nil || h.inst != inst || h.gen != gen {
+			*h = seriesHint{inst: inst, gen: gen, s: r.lookup(fi, inst, "", t)}
 		}
 		s = h.s
 	}

@@ -104,6 +104,7 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		return err
 	}
 	defer func() {
+		reportTruncated("backfill", as)
 		for _, a := range as {
 			a.Close()
 		}

@@ -14,7 +14,7 @@ import (
 func dumpCommand() command {
 	return command{
 		name: "dump",
-		help: "Print every record of an archive as JSON lines.",
+		help: "Print every record of an archive as JSON lines, in file order: a record whose time goes back is printed too (libpcp skips it). At a corrupt or cut record, every line before it is written, then the error.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			path := cmd.Arg("archive", "Archive: base name or any of its files.").Required().String()
 			return func() error { return dumpArchive(os.Stdout, *path) }
@@ -42,8 +42,15 @@ func dumpArchive(w io.Writer, path string) error {
 			return err
 		}
 	}
+	// what was read before an error goes out first, whole lines only
+	ferr := bw.Flush()
 	if err := r.Err(); err != nil {
 		return err
 	}
-	return bw.Flush()
+	if ferr != nil {
+		return ferr
+	}
+	// a finished archive whose last record is cut short: everything
+	// before it was written, then the error (pmdumplog's PM_ERR_LOGREC)
+	return a.Truncated()
 }

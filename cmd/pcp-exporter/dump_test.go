@@ -179,3 +179,57 @@ func TestDumpMatchesCorpus(t *testing.T) {
 		})
 	}
 }
+
+// TestDumpWritesAllBeforeAnError: archive-20150417.131733 of PCP's QA has 50
+// good records before a zero-filled tail (pmdumplog archive-20150417.131733
+// in testdata/pcp-qa prints 50 records, then "pmFetch: Corrupted record in
+// a PCP archive log"): dump writes the 50 lines, whole, then the error
+// naming the file and offset.
+func TestDumpWritesAllBeforeAnError(t *testing.T) {
+	var out bytes.Buffer
+	err := dumpArchive(&out, filepath.Join("..", "..", "testdata", "pcp-qa", "archive-20150417.131733"))
+	if err == nil || !strings.Contains(err.Error(), "archive-20150417.131733.0.xz: offset 432512:") {
+		t.Errorf("error %v, want one at offset 432512", err)
+	}
+	if !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
+		t.Error("output does not end on a whole line")
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 50 {
+		t.Fatalf("%d lines, want 50", len(lines))
+	}
+	for i, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("line %d is not JSON: %.80q", i+1, l)
+		}
+	}
+}
+
+// TestDumpReportsCutRecord: a finished archive whose last record is cut
+// (19970807.09.54 of PCP's QA cut at 1700 bytes): every record before it,
+// then the error (pmdumplog prints the records to 23:55:01.171706, then
+// "pmFetch: Corrupted record in a PCP archive log").
+func TestDumpReportsCutRecord(t *testing.T) {
+	dir := t.TempDir()
+	for _, ext := range []string{".meta", ".index", ".0"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "pcp-qa", "19970807.09.54"+ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ext == ".0" {
+			b = b[:1700]
+		}
+		if err := os.WriteFile(filepath.Join(dir, "a"+ext), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	err := dumpArchive(&out, filepath.Join(dir, "a"))
+	if err == nil || !strings.Contains(err.Error(), "a.0: offset 1696: data record cut short") {
+		t.Errorf("error %v, want the cut record at offset 1696", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, `{"time":"1997-08-06T23:55:01.171706000Z"`) {
+		t.Errorf("last line %.60q, want the record of 23:55:01.171706", last)
+	}
+}

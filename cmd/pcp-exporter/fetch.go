@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -160,69 +162,51 @@ func fetchValues(w io.Writer, src source.Source, args []string, format string) e
 	return bw.Flush()
 }
 
-// sortedValues returns the values of a set in instance id order.
+// sortedValues puts the values of a set in instance id order, in place
+// (an archive replay lists them in libpcp's order, see archive.Replay).
 func sortedValues(vals []source.InstValue) []source.InstValue {
 	for i := 1; i < len(vals); i++ {
 		if vals[i].Inst < vals[i-1].Inst {
-			out := append([]source.InstValue(nil), vals...)
-			sort.SliceStable(out, func(i, j int) bool { return out[i].Inst < out[j].Inst })
-			return out
+			slices.SortStableFunc(vals, func(a, b source.InstValue) int { return cmp.Compare(a.Inst, b.Inst) })
+			break
 		}
 	}
 	return vals
 }
 
-const csvHeader = "time,metric,instance,value\n"
+const csvHeader = "time,metric,instance_id,instance,value\n"
 
 // csvRows writes results as the CLI contract's CSV rows (no header): one
-// row per value, time,metric,instance,value, instances in id order, fields
-// quoted as RFC 4180 says (string values always). The metric and instance
-// fields are escaped once, on first use.
+// row per value, time,metric,instance_id,instance,value, instances in id
+// order with the names in force at the result's time, fields quoted as RFC
+// 4180 says (string values always). The metric and instance fields are
+// escaped once per name.
 type csvRows struct {
 	metrics []source.Metric
-	src     interface {
-		Instances(semantics.InDom) []source.Instance
-	}
-	names [][]byte                             // per metric: its field
-	insts map[semantics.InDom]map[int32][]byte // per instance: its field
-	hints [][]instHint                         // per metric and value position
-	ts    []byte
+	insts   *source.InstanceNames
+	names   [][]byte     // per metric: its field
+	hints   [][]instHint // per metric and value position
+	ts      []byte
 }
 
 // instHint is the instance last seen at a value position: sets list their
 // instances in the same order time after time.
 type instHint struct {
 	inst int32
+	gen  uint64 // of the instance names it was made with
 	ok   bool
-	// mid is the row's middle: ",metric,instance,"
+	// mid is the row's middle: ",metric,instance_id,instance,"
 	mid []byte
 }
 
 func newCSVRows(metrics []source.Metric, src interface {
 	Instances(semantics.InDom) []source.Instance
 }) *csvRows {
-	c := &csvRows{metrics: metrics, src: src, insts: map[semantics.InDom]map[int32][]byte{}, hints: make([][]instHint, len(metrics))}
+	c := &csvRows{metrics: metrics, insts: source.NewInstanceNames(src), hints: make([][]instHint, len(metrics))}
 	for _, m := range metrics {
 		c.names = append(c.names, appendCSVField(nil, m.Name, false))
 	}
 	return c
-}
-
-// inst returns the field of an instance: its name, empty for a singular
-// value or an instance the source does not name.
-func (c *csvRows) inst(indom semantics.InDom, id int32) []byte {
-	if indom == semantics.InDomNull {
-		return nil
-	}
-	fields, ok := c.insts[indom]
-	if !ok {
-		fields = map[int32][]byte{}
-		for _, in := range c.src.Instances(indom) {
-			fields[in.ID] = appendCSVField(nil, in.Name, false)
-		}
-		c.insts[indom] = fields
-	}
-	return fields[id]
 }
 
 // append writes the rows of one result.
@@ -233,6 +217,10 @@ func (c *csvRows) append(b []byte, res *source.Result) []byte {
 			continue
 		}
 		indom := c.metrics[i].Desc.InDom
+		var gen uint64
+		if indom != semantics.InDomNull && len(s.Values) > 0 {
+			gen = c.insts.Gen(indom, res.Time)
+		}
 		vals := sortedValues(s.Values)
 		if len(c.hints[i]) < len(vals) {
 			c.hints[i] = append(c.hints[i], make([]instHint, len(vals)-len(c.hints[i]))...)
@@ -240,10 +228,18 @@ func (c *csvRows) append(b []byte, res *source.Result) []byte {
 		for j, v := range vals {
 			b = append(b, c.ts...)
 			h := &c.hints[i][j]
-			if !h.ok || h.inst != v.Inst {
+			if !h.ok || h.inst != v.Inst || h.gen != gen {
 				mid := append(append([]byte{','}, c.names[i]...), ',')
-				mid = append(append(mid, c.inst(indom, v.Inst)...), ',')
-				*h = instHint{inst: v.Inst, ok: true, mid: mid}
+				if indom != semantics.InDomNull {
+					mid = strconv.AppendInt(mid, int64(v.Inst), 10)
+					mid = append(mid, ',')
+					if in, ok := c.insts.Lookup(indom, v.Inst, res.Time); ok {
+						mid = appendCSVField(mid, in.Name, false)
+					}
+				} else {
+					mid = append(mid, ',')
+				}
+				*h = instHint{inst: v.Inst, gen: gen, ok: true, mid: append(mid, ',')}
 			}
 			b = append(b, h.mid...)
 			if v.Value.Type() == semantics.TypeString {

@@ -21,7 +21,7 @@ var (
 	// volatile parts of fetch output: the fetch time and the open ELAPSED
 	// interval, which grows with time.
 	timeRE    = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z`)
-	runningRE = regexp.MustCompile(`(elapsed\.running(?:,,|","values":\[\{"inst":null,"value":))\d+`)
+	runningRE = regexp.MustCompile(`(elapsed\.running(?:,,,|","values":\[\{"inst":null,"value":))\d+`)
 )
 
 // TestFetchGolden checks fetch's CSV and JSON over the corpus MMV files
@@ -50,7 +50,7 @@ func TestFetchGolden(t *testing.T) {
 			switch tc.format {
 			case "csv":
 				rows, err := csv.NewReader(bytes.NewReader(out.Bytes())).ReadAll()
-				if err != nil || len(rows) < 2 || strings.Join(rows[0], ",") != "time,metric,instance,value" {
+				if err != nil || len(rows) < 2 || strings.Join(rows[0], ",") != "time,metric,instance_id,instance,value" {
 					t.Fatalf("not the contract's CSV (%v): %q", err, out.String())
 				}
 			case "json":

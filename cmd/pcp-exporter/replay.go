@@ -33,7 +33,7 @@ type replayFlags struct {
 func replayCommand() command {
 	return command{
 		name: "replay",
-		help: "Print the values of archives interpolated at regular times, as libpcp's interpolation mode gives them.",
+		help: "Print the values of archives interpolated at regular times, as libpcp's interpolation mode gives them. CSV columns: time,metric,instance_id,instance,value, each instance named as at the sample's time. An archive whose last record is cut short is reported on stderr after the values before it.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			f := &replayFlags{}
 			cmd.Flag("start", "First sample time: RFC 3339, or +DURATION after the archive's start.").Default("+0s").StringVar(&f.start)
@@ -234,5 +234,16 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 		}
 	}
 	_, err = w.Write(buf)
+	reportTruncated("replay", as)
 	return err
+}
+
+// reportTruncated says on stderr, one line each, which archives end with a
+// record cut short (the values before it are answered).
+func reportTruncated(cmd string, as []*archive.Archive) {
+	for _, a := range as {
+		if err := a.Truncated(); err != nil {
+			fmt.Fprintf(os.Stderr, "pcp-exporter %s: warning: %v\n", cmd, err)
+		}
+	}
 }

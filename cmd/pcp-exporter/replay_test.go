@@ -91,7 +91,7 @@ func TestReplayCLIMatchesCorpus(t *testing.T) {
 				// README section D: max()/min() of an operand without values
 				// (kernel.all.load at the archive start) is uninitialised
 				// memory in libpcp; those cells are not compared.
-				want, got = reconcileAvg(t, f, want, got)
+				want = reconcileUninit(t, f, want)
 			}
 			if d := rowDiff(want, got); d != "" {
 				t.Errorf("replay %v --interp %s: %d rows wanted, %d got%s", f.args, interp, len(want), len(got), d)
@@ -117,7 +117,7 @@ func normValue(typ, v string) string {
 	return fmt.Sprintf("%x", math.Float64bits(f))
 }
 
-// cliRows turns replay's CSV into epoch,metric,instance,value rows (values
+// cliRows turns replay's CSV into epoch,metric,instance_id,instance,value rows (values
 // that parse as floats compared by their bits).
 func cliRows(t *testing.T, out []byte, types map[string]semantics.Type) []string {
 	r := csv.NewReader(bytes.NewReader(out))
@@ -125,7 +125,7 @@ func cliRows(t *testing.T, out []byte, types map[string]semantics.Type) []string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) == 0 || strings.Join(recs[0], ",") != "time,metric,instance,value" {
+	if len(recs) == 0 || strings.Join(recs[0], ",") != "time,metric,instance_id,instance,value" {
 		t.Fatalf("bad header: %q", out[:min(len(out), 80)])
 	}
 	var rows []string
@@ -134,7 +134,7 @@ func cliRows(t *testing.T, out []byte, types map[string]semantics.Type) []string
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := c[3]
+		v := c[4]
 		switch types[c[1]] {
 		case semantics.TypeFloat:
 			// our output is the float32's shortest form: widen it
@@ -146,7 +146,7 @@ func cliRows(t *testing.T, out []byte, types map[string]semantics.Type) []string
 		case semantics.TypeDouble:
 			v = normValue("", v)
 		}
-		rows = append(rows, fmt.Sprintf("%d.%09d,%s,%s,%s", tm.Unix(), tm.Nanosecond(), c[1], c[2], v))
+		rows = append(rows, fmt.Sprintf("%d.%09d,%s,%s,%s,%s", tm.Unix(), tm.Nanosecond(), c[1], c[2], c[3], v))
 	}
 	sort.Strings(rows)
 	return rows
@@ -171,7 +171,11 @@ func corpusInterpRows(t *testing.T, path string) []string {
 		case "FLOAT", "DOUBLE":
 			v = normValue(c[5], v)
 		}
-		rows = append(rows, fmt.Sprintf("%s,%s,%s,%s", c[1], c[2], c[4], v))
+		id := c[3]
+		if id == "-1" { // PM_IN_NULL: the contract's "" for singular
+			id = ""
+		}
+		rows = append(rows, fmt.Sprintf("%s,%s,%s,%s,%s", c[1], c[2], id, c[4], v))
 	}
 	sort.Strings(rows)
 	return rows
@@ -202,104 +206,42 @@ func rowDiff(want, got []string) string {
 	return b.String()
 }
 
-// avgOperands are the operands of the corpus's avg() definitions.
-var avgOperands = map[string]string{
-	"derived.seed.avg1": "seed.instant", "derived.ind.avg": "indoms.gauge",
-	"derived.typ.setavg": "types.set", "derived.live.load_avg": "kernel.all.load",
-}
-
 // uninitOperands are the operands of max()/min() definitions: libpcp gives
 // one value of uninitialised memory when the operand has no value (README
 // section D); those cells are not compared.
 var uninitOperands = map[string]string{"derived.live.load_max": "kernel.all.load", "derived.live.load_min": "kernel.all.load"}
 
-// reconcileAvg removes the avg() cells where libpcp's value is the float
-// accumulation of the operand's values in another instance order than
-// ours: libpcp sums (float)v/n in the order of its interpolated result,
-// which is unspecified (pcp-spec.md 7.9); the derive package's tests
-// accept the same. The operand values are those of our replay, which the
-// non-derived answers check exactly.
-func reconcileAvg(t *testing.T, f *replayFlags, want, got []string) ([]string, []string) {
-	gotSet := map[string]bool{}
-	for _, r := range got {
-		gotSet[r] = true
-	}
-	wantSet := map[string]bool{}
-	for _, r := range want {
-		wantSet[r] = true
-	}
-	operands := map[string]map[string][]float32{} // metric -> time -> values
-	values := func(metric, ts string) []float32 {
-		op := avgOperands[metric]
-		if op == "" {
-			op = uninitOperands[metric]
-		}
-		if operands[op] == nil {
+// reconcileUninit removes the max()/min() cells of an operand without
+// values, which libpcp answers with uninitialised memory. avg() and sum()
+// are compared exactly: the replay lists instances in libpcp's order.
+func reconcileUninit(t *testing.T, f *replayFlags, want []string) []string {
+	empty := map[string]map[string]bool{} // operand -> times with values
+	hasValues := func(metric, ts string) bool {
+		op := uninitOperands[metric]
+		if empty[op] == nil {
 			g := *f
 			g.args = []string{f.args[0], op}
 			var out bytes.Buffer
 			if err := runReplay(&out, &g, nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			m := map[string][]float32{}
+			m := map[string]bool{}
 			recs, _ := csv.NewReader(&out).ReadAll()
 			for _, c := range recs[1:] {
 				tm, _ := time.Parse(time.RFC3339Nano, c[0])
-				v, _ := strconv.ParseFloat(c[3], 32)
-				k := fmt.Sprintf("%d.%09d", tm.Unix(), tm.Nanosecond())
-				m[k] = append(m[k], float32(v))
+				m[fmt.Sprintf("%d.%09d", tm.Unix(), tm.Nanosecond())] = true
 			}
-			operands[op] = m
+			empty[op] = m
 		}
-		return operands[op][ts]
+		return empty[op][ts]
 	}
-	someOrder := func(xs []float32, want string) bool {
-		match := false
-		var permute func(k int)
-		permute = func(k int) {
-			if match {
-				return
-			}
-			if k == len(xs) {
-				var acc float32
-				for _, x := range xs {
-					acc = acc + x/float32(len(xs))
-				}
-				if normValue("", strconv.FormatFloat(float64(acc), 'g', -1, 64)) == want {
-					match = true
-				}
-				return
-			}
-			for i := k; i < len(xs); i++ {
-				xs[k], xs[i] = xs[i], xs[k]
-				permute(k + 1)
-				xs[k], xs[i] = xs[i], xs[k]
-			}
-		}
-		if len(xs) <= 6 {
-			permute(0)
-		}
-		return match
-	}
-	var w2, g2 []string
-	drop := map[string]bool{} // "time,metric," of reconciled cells
+	var w2 []string
 	for _, r := range want {
-		p := strings.SplitN(r, ",", 4)
-		if _, ok := avgOperands[p[1]]; ok && !gotSet[r] && someOrder(values(p[1], p[0]), p[3]) {
-			drop[p[0]+","+p[1]+","] = true
-			continue
-		}
-		if _, ok := uninitOperands[p[1]]; ok && !gotSet[r] && len(values(p[1], p[0])) == 0 {
+		p := strings.SplitN(r, ",", 5)
+		if _, ok := uninitOperands[p[1]]; ok && !hasValues(p[1], p[0]) {
 			continue
 		}
 		w2 = append(w2, r)
 	}
-	for _, r := range got {
-		p := strings.SplitN(r, ",", 4)
-		if drop[p[0]+","+p[1]+","] && !wantSet[r] {
-			continue
-		}
-		g2 = append(g2, r)
-	}
-	return w2, g2
+	return w2
 }

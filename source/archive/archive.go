@@ -25,6 +25,13 @@ type Archive struct {
 	mu        sync.Mutex // serializes Refresh
 
 	openVolume func(path string) (*stream, error) // openStream; replaced by fuzz tests
+
+	// live: pmlogger is still writing the archive (OpenLive), so a partial
+	// last record of the .meta or of a volume is not yet written; in a
+	// finished archive it is cut short: an error for the .meta, a report
+	// for a volume (see Truncated)
+	live bool
+	cut  atomic.Pointer[FormatError]
 }
 
 // state is an immutable snapshot of what is known of the archive.
@@ -40,15 +47,28 @@ type state struct {
 
 func (a *Archive) state() *state { return a.st.Load() }
 
-// Open opens the archive named by path: its base name, or the name of any of
-// its files (.meta, .index, .N, each possibly with a compression suffix).
-// The .meta file is loaded fully; volumes are read incrementally by Readers.
+// Open opens the finished archive named by path: its base name, or the name
+// of any of its files (.meta, .index, .N, each possibly with a compression
+// suffix). The .meta file is loaded fully; volumes are read incrementally by
+// Readers. A .meta file whose last record is cut short is an error (libpcp's
+// "Corrupted record"); a volume's is reported by Truncated.
 func Open(path string) (*Archive, error) {
+	return open(path, false)
+}
+
+// OpenLive opens an archive that pmlogger is still writing: the partial
+// last record of its .meta file or of its last volume is not yet written,
+// not an error (Refresh reads it once it is whole).
+func OpenLive(path string) (*Archive, error) {
+	return open(path, true)
+}
+
+func open(path string, live bool) (*Archive, error) {
 	base := BaseName(path)
 	if _, err := findFile(path + ".meta"); err == nil {
 		base = path // a base name that ends in ".N", as pmlogger's 20240101.00.10
 	}
-	a := &Archive{base: base, openVolume: openStream}
+	a := &Archive{base: base, openVolume: openStream, live: live}
 	mp, err := findFile(base + ".meta")
 	if err != nil {
 		if _, e2 := os.Stat(path); e2 != nil && errors.Is(err, os.ErrNotExist) {
@@ -76,6 +96,9 @@ func Open(path string) (*Archive, error) {
 		return nil, err
 	}
 	m.off += int64(used)
+	if left := int64(len(b)) - m.off; left > 0 && !live {
+		return nil, &FormatError{File: mp, Off: m.off, Msg: cutMsg("metadata", b[m.off:])}
+	}
 	st := &state{meta: m}
 	if ip, err := findFile(base + ".index"); err == nil {
 		a.indexPath = ip
@@ -121,6 +144,25 @@ func (a *Archive) checkLabel(file string, l Label, vol int32) error {
 		return &FormatError{File: file, Off: 20, Msg: fmt.Sprintf("label volume %d, want %d", l.Vol, vol)}
 	case l.PID != a.label.PID || l.Hostname != a.label.Hostname:
 		return &FormatError{File: file, Off: 8, Msg: fmt.Sprintf("label (pid %d, host %q) does not match the .meta label (pid %d, host %q)", l.PID, l.Hostname, a.label.PID, a.label.Hostname)}
+	}
+	return nil
+}
+
+// cutMsg describes the partial record rec (what is left of the file).
+func cutMsg(what string, rec []byte) string {
+	if len(rec) < 4 {
+		return fmt.Sprintf("%s record cut short (%d bytes of its length)", what, len(rec))
+	}
+	return fmt.Sprintf("%s record cut short (%d of its %d bytes)", what, len(rec), int32(be32(rec)))
+}
+
+// Truncated returns the error of a record cut short at the end of a volume
+// of a finished archive (opened with Open), the first one a Reader met:
+// Readers end there as at the end of the data, as libpcp reports
+// PM_ERR_LOGREC after the records before it. nil when none was met.
+func (a *Archive) Truncated() error {
+	if e := a.cut.Load(); e != nil {
+		return e
 	}
 	return nil
 }
@@ -298,9 +340,11 @@ func (a *Archive) OneLine(p semantics.PMID) string {
 	return a.state().meta.texts[textKey{textOneLine | textPMID, uint32(p)}]
 }
 
-// Help returns the long help text of a PMID ("" if none).
+// Help returns the long help text of a PMID, or its one-line text where
+// the archive has no (or an empty) long text, as libpcp's pmLookupText
+// answers ("" if neither).
 func (a *Archive) Help(p semantics.PMID) string {
-	return a.state().meta.texts[textKey{textHelp | textPMID, uint32(p)}]
+	return a.state().meta.help(textPMID, uint32(p))
 }
 
 // InDomOneLine returns the one-line help text of an instance domain.
@@ -308,9 +352,10 @@ func (a *Archive) InDomOneLine(i semantics.InDom) string {
 	return a.state().meta.texts[textKey{textOneLine | textInDom, uint32(i)}]
 }
 
-// InDomHelp returns the long help text of an instance domain.
+// InDomHelp returns the long help text of an instance domain, or its
+// one-line text without one (as Help).
 func (a *Archive) InDomHelp(i semantics.InDom) string {
-	return a.state().meta.texts[textKey{textHelp | textInDom, uint32(i)}]
+	return a.state().meta.help(textInDom, uint32(i))
 }
 
 // Labels returns the label set of one level of the hierarchy in force at
@@ -398,17 +443,37 @@ func (a *Archive) metricLabels(m *meta, d semantics.Desc, memo map[upperLabels]s
 // instances of one indom in separate records: for each instance the newest
 // set wins.
 func (a *Archive) InstanceLabels(indom semantics.InDom) map[int32]semantics.LabelSet {
-	recs := a.state().meta.labels[labelKey{semantics.LabelInstances, uint32(indom)}]
+	ls, _ := a.instanceLabelsAt(a.state().meta, indom, maxTime)
+	return ls
+}
+
+// maxTime is a time after every record.
+var maxTime = time.Unix(1<<62, 0)
+
+// instanceLabelsAt returns the instance labels of an instance domain in
+// force at t (for each instance, its newest set at or before t; before the
+// first record, the first record's sets) and the time of the next record
+// after t (zero: none).
+func (a *Archive) instanceLabelsAt(m *meta, indom semantics.InDom, t time.Time) (map[int32]semantics.LabelSet, time.Time) {
+	recs := m.labels[labelKey{semantics.LabelInstances, uint32(indom)}]
 	if len(recs) == 0 {
-		return nil
+		return nil, time.Time{}
+	}
+	n := sort.Search(len(recs), func(i int) bool { return recs[i].t.After(t) })
+	var until time.Time
+	if n < len(recs) {
+		until = recs[n].t
+	}
+	if n == 0 {
+		n = 1
 	}
 	out := map[int32]semantics.LabelSet{}
-	for _, r := range recs {
+	for _, r := range recs[:n] {
 		for _, s := range r.sets {
 			out[int32(s.inst)] = s.labels
 		}
 	}
-	return out
+	return out, until
 }
 
 // Metrics returns the metadata of every metric, one entry per name, in name
@@ -431,7 +496,7 @@ func (a *Archive) Metrics() []source.Metric {
 				Name:    n,
 				Desc:    d,
 				OneLine: m.texts[textKey{textOneLine | textPMID, uint32(p)}],
-				Help:    m.texts[textKey{textHelp | textPMID, uint32(p)}],
+				Help:    m.help(textPMID, uint32(p)),
 				Labels:  a.metricLabels(m, d, memo),
 			})
 		}
@@ -441,10 +506,33 @@ func (a *Archive) Metrics() []source.Metric {
 }
 
 // Instances returns every instance the archive ever lists for the instance
-// domain (the union over all its records, as pmGetInDomArchive), by id, with
-// their instance labels. A name changed by a later record keeps the first.
+// domain (the union over all its records, as pmGetInDomArchive), by id, each
+// with its name and instance labels in force at the end of the archive (an
+// id that changed its name has its newest).
 func (a *Archive) Instances(indom semantics.InDom) []source.Instance {
-	return a.withLabels(indom, a.instancesAll(indom))
+	ins, _ := a.InstancesInForce(indom, maxTime)
+	return ins
+}
+
+// InstancesInForce returns every instance the archive lists for the domain
+// (as Instances), each with the name and instance labels in force at t:
+// those of the newest record at or before t that lists the instance (libpcp's
+// pmGetInDom after pmSetMode to t), else of the first record that lists it
+// after t. until is the time of the next metadata record that may change
+// the answer (zero: none). It implements source.InDomHistory.
+func (a *Archive) InstancesInForce(indom semantics.InDom, t time.Time) (insts []source.Instance, until time.Time) {
+	m := a.state().meta
+	insts, until = a.namedAt(m, indom, t)
+	ls, lu := a.instanceLabelsAt(m, indom, t)
+	if !lu.IsZero() && (until.IsZero() || lu.Before(until)) {
+		until = lu
+	}
+	if ls != nil {
+		for i := range insts {
+			insts[i].Labels = ls[insts[i].ID]
+		}
+	}
+	return insts, until
 }
 
 // instanceIDs returns the ids of Instances(indom) (no names or labels
@@ -460,29 +548,69 @@ func (a *Archive) instanceIDs(indom semantics.InDom) []int32 {
 
 // instancesAll is Instances without labels.
 func (a *Archive) instancesAll(indom semantics.InDom) []source.Instance {
-	snaps := a.state().meta.indoms[indom]
-	seen := map[int32]bool{}
-	var out []source.Instance
-	add := func(in source.Instance) {
-		if !seen[in.ID] {
-			seen[in.ID] = true
-			out = append(out, in)
+	ins, _ := a.namedAt(a.state().meta, indom, maxTime)
+	return ins
+}
+
+// inDomArchiveOrder returns the ids of Instances in the order of libpcp's
+// pmGetInDomArchive: the newest record first, each record's instances in
+// its order (id order here), every id once. An id comes with the last
+// record in which it is present.
+func (a *Archive) inDomArchiveOrder(indom semantics.InDom) []int32 {
+	m := a.state().meta
+	last := map[int32]int{} // id -> index of the last record it is in
+	cur := m.walkInDom(indom, func(k int, in source.Instance, gone bool) {
+		if gone {
+			last[in.ID] = k - 1
 		}
+	})
+	n := len(m.indoms[indom])
+	for id := range cur {
+		last[id] = n - 1
 	}
-	for _, s := range snaps {
-		// a delta's base comes before it: an instance it does not
-		// add is already seen
-		for _, in := range s.node.full {
-			add(in)
+	out := make([]int32, 0, len(last))
+	for id := range last {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if last[out[i]] != last[out[j]] {
+			return last[out[i]] > last[out[j]]
 		}
-		for _, op := range s.node.ops {
-			if !op.del {
-				add(op.in)
-			}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// namedAt is InstancesInForce without labels: every instance the domain
+// ever had, named as in the newest record at or before t that lists it
+// (else the first later one), and the time of the first record after t.
+func (a *Archive) namedAt(m *meta, indom semantics.InDom, t time.Time) ([]source.Instance, time.Time) {
+	snaps := m.indoms[indom]
+	var until time.Time
+	at := map[int32]int{} // index in out
+	var out []source.Instance
+	m.walkInDom(indom, func(k int, in source.Instance, gone bool) {
+		if gone {
+			return
+		}
+		later := snaps[k].t.After(t)
+		i, seen := at[in.ID]
+		switch {
+		case !seen:
+			at[in.ID] = len(out)
+			out = append(out, in)
+		case !later:
+			out[i].Name = in.Name // a newer record in force at t
+		}
+	})
+	for _, s := range snaps {
+		if s.t.After(t) {
+			until = s.t
+			break
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return out, until
 }
 
 // instancesAt is InstancesAt without labels, shared: not to be changed.
@@ -503,7 +631,7 @@ func (a *Archive) InstancesAt(indom semantics.InDom, t time.Time) []source.Insta
 	if ins == nil {
 		return nil
 	}
-	return a.withLabels(indom, append([]source.Instance(nil), ins...))
+	return a.withLabels(indom, append([]source.Instance(nil), ins...), t)
 }
 
 // InDomChanges returns the times at which the instance domain's metadata
@@ -517,8 +645,8 @@ func (a *Archive) InDomChanges(indom semantics.InDom) []time.Time {
 	return out
 }
 
-func (a *Archive) withLabels(indom semantics.InDom, insts []source.Instance) []source.Instance {
-	il := a.InstanceLabels(indom)
+func (a *Archive) withLabels(indom semantics.InDom, insts []source.Instance, t time.Time) []source.Instance {
+	il, _ := a.instanceLabelsAt(a.state().meta, indom, t)
 	if il == nil {
 		return insts
 	}

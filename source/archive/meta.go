@@ -314,6 +314,9 @@ func (m *meta) parseDesc(d *decoder) {
 	for i := 0; i < nn && d.err == nil; i++ {
 		l := d.i32()
 		name := d.bytes(int(l))
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i] // libpcp's names end at the first NUL
+		}
 		if d.err == nil && len(name) == 0 {
 			d.fail("empty metric name")
 		}
@@ -501,6 +504,54 @@ func (m *meta) materialize(n *indomNode) []source.Instance {
 	return insts
 }
 
+// walkInDom goes through the records of a domain in time order, calling f
+// with each record's index for every instance the record lists anew or
+// renames (gone false) and every one it removes (gone true), as the
+// instance lists materialize gives would change from one record to the
+// next; instances a record carries unchanged are not visited, so the walk
+// costs the records' own sizes, not the domain's size times their number.
+// It returns the instances (id -> name) of the last record.
+func (m *meta) walkInDom(indom semantics.InDom, f func(k int, in source.Instance, gone bool)) map[int32]string {
+	snaps := m.indoms[indom]
+	cur := map[int32]string{}
+	var prev *indomNode
+	for k, s := range snaps {
+		n := s.node
+		if n.base == nil || n.base != prev {
+			// a full list (or a delta on another record than the one
+			// before: taken whole): what it lacks is gone
+			list := m.materialize(n)
+			next := make(map[int32]string, len(list))
+			for _, in := range list {
+				if _, dup := next[in.ID]; !dup {
+					next[in.ID] = in.Name
+					f(k, in, false)
+				}
+			}
+			for id, name := range cur {
+				if _, ok := next[id]; !ok {
+					f(k, source.Instance{ID: id, Name: name}, true)
+				}
+			}
+			cur = next
+		} else {
+			for _, op := range n.ops {
+				name, present := cur[op.in.ID]
+				switch {
+				case op.del && present:
+					delete(cur, op.in.ID)
+					f(k, source.Instance{ID: op.in.ID, Name: name}, true)
+				case !op.del && !present:
+					cur[op.in.ID] = op.in.Name
+					f(k, op.in, false)
+				}
+			}
+		}
+		prev = n
+	}
+	return cur
+}
+
 // applyOps applies changes (sorted by id, those of one id in the order of
 // their records) to base (sorted by id). An instance added again keeps its
 // first name; one removed and added again takes the new one.
@@ -636,6 +687,16 @@ func (m *meta) parseText(d *decoder) {
 		return // libpcp skips these silently
 	}
 	m.texts[textKey{tt, ident}] = string(rest)
+}
+
+// help is the long text of an identifier (kind textPMID or textInDom),
+// falling back to its one-line text when there is no long text or it is
+// empty (libpcp's fallbacktext).
+func (m *meta) help(kind int32, ident uint32) string {
+	if s := m.texts[textKey{textHelp | kind, ident}]; s != "" {
+		return s
+	}
+	return m.texts[textKey{textOneLine | kind, ident}]
 }
 
 // latestLabels returns the label sets of (typ, ident) in force at the end.

@@ -240,7 +240,10 @@ func TestRefreshFollowsGrowingArchive(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		a, err := Open(base)
+		if _, err := Open(base); err == nil || !strings.Contains(err.Error(), "cut short") {
+			t.Fatalf("Open of a finished archive whose .meta is cut: %v, want a cut-short error", err)
+		}
+		a, err := OpenLive(base)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -401,6 +401,7 @@ func (r *Reader) read() (bool, error) {
 	}
 	v.nextLen = 0
 	if !v.fill(4) {
+		r.noteCut()
 		return false, v.err
 	}
 	n := int(int32(be32(v.buf[v.r:])))
@@ -408,6 +409,7 @@ func (r *Reader) read() (bool, error) {
 		return false, &FormatError{File: v.s.path, Off: v.off, Msg: fmt.Sprintf("record length %d out of range", n)}
 	}
 	if !v.fill(n) {
+		r.noteCut()
 		return false, v.err // truncated last record: the end
 	}
 	rec := v.buf[v.r : v.r+n]
@@ -421,6 +423,16 @@ func (r *Reader) read() (bool, error) {
 		r.out.detach() // kept beyond the next read (a prefetch slot)
 	}
 	return true, nil
+}
+
+// noteCut records, for a finished archive, the partial record at the end
+// of the volume the reader just found (see Archive.Truncated).
+func (r *Reader) noteCut() {
+	v := r.vol
+	if r.a.live || v.err != nil || v.w <= v.r || r.a.cut.Load() != nil {
+		return
+	}
+	r.a.cut.CompareAndSwap(nil, &FormatError{File: v.s.path, Off: v.off, Msg: cutMsg("data", v.buf[v.r:v.w])})
 }
 
 func (v *volReader) stopWalker() {

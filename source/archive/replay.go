@@ -126,6 +126,7 @@ type Replay struct {
 type pmState struct {
 	desc       semantics.Desc
 	icps       []*icp // candidate instances, in instance id order
+	order      []*icp // the same in the order of libpcp's results (hashWalkOrder)
 	byInst     map[int32]*icp
 	hint       []*icp // the instance at each position of the last record
 	lastNumval int
@@ -253,15 +254,37 @@ func (r *Replay) instanceIDs(indom semantics.InDom) []int32 {
 }
 
 // Instances returns every instance the archives list for the domain (the
-// union, as pmGetInDomArchive), by id.
+// union, as pmGetInDomArchive), by id, with the names and instance labels
+// in force at the end of the timeline.
 func (r *Replay) Instances(indom semantics.InDom) []source.Instance {
+	ins, _ := r.InstancesInForce(indom, maxTime)
+	return ins
+}
+
+// InstancesInForce returns the instances of Instances with the names and
+// instance labels in force at t (source.InDomHistory): an archive that
+// starts at or before t overrides the names of the archives before it, and
+// an instance only later archives list has its name there.
+func (r *Replay) InstancesInForce(indom semantics.InDom, t time.Time) ([]source.Instance, time.Time) {
 	if len(r.archives) == 1 {
-		return r.archives[0].Instances(indom)
+		return r.archives[0].InstancesInForce(indom, t)
+	}
+	var until time.Time
+	sooner := func(u time.Time) {
+		if !u.IsZero() && (until.IsZero() || u.Before(until)) {
+			until = u
+		}
 	}
 	byID := map[int32]source.Instance{}
-	for _, a := range r.archives {
-		for _, in := range a.Instances(indom) {
-			if _, ok := byID[in.ID]; !ok {
+	for i, a := range r.archives {
+		ins, u := a.InstancesInForce(indom, t)
+		sooner(u)
+		started := i == 0 || !a.Label().Start.After(t)
+		if !started {
+			sooner(a.Label().Start)
+		}
+		for _, in := range ins {
+			if _, ok := byID[in.ID]; !ok || started {
 				byID[in.ID] = in
 			}
 		}
@@ -271,7 +294,7 @@ func (r *Replay) Instances(indom semantics.InDom) []source.Instance {
 		out = append(out, in)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return out, until
 }
 
 // Close closes the readers and the archives.
@@ -354,7 +377,39 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 		pm.icps[i] = c
 		pm.byInst[inst] = c
 	}
+	pm.order = pm.icps
+	if d.InDom != semantics.InDomNull {
+		list := insts
+		if len(r.archives) == 1 {
+			list = r.archives[0].inDomArchiveOrder(d.InDom)
+		}
+		pm.order = make([]*icp, 0, len(list))
+		for _, inst := range hashWalkOrder(list) {
+			pm.order = append(pm.order, pm.byInst[inst])
+		}
+	}
 	return pm
+}
+
+// hashWalkOrder returns ids in the order libpcp's interpolated results list
+// them: the walk of its per-metric instance hash table (interp.c, hash.c),
+// preallocated with as many buckets as ids, each id added in list order at
+// the head of bucket id % len(ids), walked bucket 0 upward and each chain
+// from its head. (With as many buckets as ids, the table never grows.)
+func hashWalkOrder(list []int32) []int32 {
+	n := uint32(len(list))
+	chains := make([][]int32, n) // each in insertion order: walked backwards
+	for _, id := range list {
+		k := uint32(id) % n
+		chains[k] = append(chains[k], id)
+	}
+	out := make([]int32, 0, n)
+	for _, c := range chains {
+		for j := len(c) - 1; j >= 0; j-- {
+			out = append(out, c[j])
+		}
+	}
+	return out
 }
 
 // followed is follows as of now, for the prefetching reader's goroutine
@@ -401,11 +456,12 @@ func (r *Replay) pmAt(hints *[]setHint, i int, p semantics.PMID) *pmState {
 func (r *Replay) follows(p semantics.PMID) bool { return r.pms[p] != nil }
 
 // secs is libpcp's time measure: seconds from the archive start as a double
-// (__pmTimestampSub: seconds and nanoseconds subtracted separately).
+// (__pmTimestampSub: seconds and nanoseconds subtracted separately, the sum
+// in long double).
 func (r *Replay) secs(t time.Time) float64 {
 	ds := t.Unix() - r.start.Unix()
 	dn := int64(t.Nanosecond()) - int64(r.start.Nanosecond())
-	return float64(ds) + float64(dn)/1e9
+	return semantics.TimestampSub(ds, dn)
 }
 
 func (r *Replay) refreshEnd() error {
@@ -1264,7 +1320,7 @@ func (r *Replay) answer(pmids []semantics.PMID, pms []*pmState, tReq float64, se
 		}
 		d := pm.desc
 		numval := pm.numval
-		for _, c := range pm.icps {
+		for _, c := range pm.order {
 			if !c.inresult {
 				continue
 			}

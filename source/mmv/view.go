@@ -461,6 +461,9 @@ func (v *view) decodeMetrics(f *loaded, t *toc, names map[string]bool, log *slog
 				f.problem(log, "byte offset %d: metric %s: help offset %d past end of file", shortAt+8, full, helpOff)
 			}
 		}
+		if m.Help == "" {
+			m.Help = m.OneLine // libpcp's pmLookupText falls back to it
+		}
 		m.Labels = f.metricLabels(item, indom, labelSets)
 		if first := v.byPMID[m.Desc.PMID]; first != nil {
 			// Duplicate header clusters: pmdammv resolves the PMID to the
