@@ -36,7 +36,7 @@ func TestHandler(t *testing.T) {
 	if err := c.WriteText(&want); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(want.String(), `mmv_app_queue{agent="mmv",instname="alpha"} 10`) {
+	if !strings.Contains(want.String(), `mmv_app_queue{instname="alpha"} 10`) {
 		t.Fatalf("unexpected text:\n%s", want.String())
 	}
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
@@ -75,7 +75,7 @@ func TestHandler(t *testing.T) {
 				if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
 					t.Errorf("Content-Type %q", ct)
 				}
-				if !bytes.HasSuffix(raw, []byte("# EOF\n")) || !bytes.Contains(raw, []byte(`mmv_app_queue{agent="mmv",instname="alpha"} 10`)) {
+				if !bytes.HasSuffix(raw, []byte("# EOF\n")) || !bytes.Contains(raw, []byte(`mmv_app_queue{instname="alpha"} 10`)) {
 					t.Errorf("OpenMetrics body:\n%s", raw)
 				}
 				return

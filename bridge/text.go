@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
@@ -44,7 +45,11 @@ type cachedPrefix struct {
 // text format 0.0.4, families sorted by name, without building a
 // client_golang metric per value: the fast path of /metrics. Series are in
 // instance order within a family. The self-metrics go through Self.
-func (c *Collector) WriteText(w io.Writer) error {
+func (c *Collector) WriteText(w io.Writer) error { return c.WriteTextSelected(w, nil) }
+
+// WriteTextSelected is WriteText for the families sel selects (all when
+// nil), target_info included when it is selected.
+func (c *Collector) WriteTextSelected(w io.Writer, sel *Selection) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	type chunk struct {
@@ -55,7 +60,7 @@ func (c *Collector) WriteText(w io.Writer) error {
 	chunks := c.chunks[:0]
 	var cur *[]byte
 	lastSrc, lastFam, pos := (*sourceState)(nil), -1, 0
-	c.read(func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	c.read(sel, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		if s.text.sig != s.sig || s.text.epoch != s.epoch || len(s.text.prefix) != len(s.families) {
 			s.text = textCache{sig: s.sig, epoch: s.epoch, prefix: make([][]cachedPrefix, len(s.families)), buf: make([][]byte, len(s.families))}
 		}
@@ -87,10 +92,18 @@ func (c *Collector) WriteText(w io.Writer) error {
 		b = appendFloat(b, c.value(f, iv.Value))
 		*cur = append(b, '\n')
 	})
+	if targets := c.targets(sel); len(targets) > 0 {
+		c.targetText = appendTargets(c.targetText[:0], targets)
+		chunks = append(chunks, chunk{name: mapping.TargetInfoName, fam: -1})
+	}
 	sort.SliceStable(chunks, func(i, j int) bool { return chunks[i].name < chunks[j].name })
 	c.chunks = chunks
 	for _, ch := range chunks {
-		if _, err := w.Write(ch.src.text.buf[ch.fam]); err != nil {
+		b := c.targetText
+		if ch.src != nil {
+			b = ch.src.text.buf[ch.fam]
+		}
+		if _, err := w.Write(b); err != nil {
 			return err
 		}
 	}
@@ -179,21 +192,40 @@ func appendFloat(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }
 
-// samplesCollector sends a Collector's PCP samples without its self-metrics.
-type samplesCollector struct{ c *Collector }
+// samplesCollector sends a Collector's PCP samples (those sel selects)
+// and target_info, without its self-metrics.
+type samplesCollector struct {
+	c   *Collector
+	sel *Selection
+}
 
 func (s samplesCollector) Describe(chan<- *prometheus.Desc) {}
 func (s samplesCollector) Collect(ch chan<- prometheus.Metric) {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
-	s.c.read(func(src *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	s.c.read(s.sel, func(src *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		s.c.sendConst(ch, src, i, f, iv, inst)
 	})
+	s.c.sendTargets(ch, s.sel)
+}
+
+// samplesGatherer gathers the PCP samples a selection selects.
+type samplesGatherer struct {
+	c   *Collector
+	sel *Selection
+}
+
+func (g samplesGatherer) Gather() ([]*dto.MetricFamily, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(samplesCollector{g.c, g.sel}); err != nil {
+		return nil, err
+	}
+	return reg.Gather()
 }
 
 // SamplesOnly returns a collector of the PCP samples only (for scrapes
 // served through client_golang next to Self).
-func SamplesOnly(c *Collector) prometheus.Collector { return samplesCollector{c} }
+func SamplesOnly(c *Collector) prometheus.Collector { return samplesCollector{c: c} }
 
 // selfCollector sends a Collector's self-metrics from its last read.
 type selfCollector struct{ c *Collector }
@@ -224,7 +256,13 @@ func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.Handle
 		inFlight = make(chan struct{}, opts.MaxRequestsInFlight)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sel := SelectionFrom(r.URL.Query())
 		if expfmt.NegotiateIncludingOpenMetrics(r.Header).FormatType() != expfmt.TypeTextPlain {
+			if sel.Subtrees() {
+				// promhttp applies name[] itself
+				promhttp.HandlerFor(prometheus.Gatherers{samplesGatherer{c, sel}, fast}, opts).ServeHTTP(w, r)
+				return
+			}
 			slow.ServeHTTP(w, r)
 			return
 		}
@@ -240,7 +278,7 @@ func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.Handle
 		buf := textBufs.Get().(*bytes.Buffer)
 		defer textBufs.Put(buf)
 		buf.Reset()
-		if err := c.WriteText(buf); err != nil {
+		if err := c.WriteTextSelected(buf, sel); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -250,7 +288,9 @@ func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.Handle
 		}
 		enc := expfmt.NewEncoder(buf, expfmt.NewFormat(expfmt.TypeTextPlain))
 		for _, mf := range mfs {
-			enc.Encode(mf)
+			if sel.Name(mf.GetName()) {
+				enc.Encode(mf)
+			}
 		}
 		h := w.Header()
 		h.Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
