@@ -67,7 +67,7 @@ type sourceState struct {
 	Source
 	ms       []source.Metric // the source's metrics at epoch
 	target   []mapping.LabelPair
-	epoch    uint64          // source.EpochOf before ms was read
+	epoch    uint64 // source.EpochOf before ms was read
 	sig      uint64
 	families []mapping.Family
 	skipped  []mapping.Skipped
