@@ -90,7 +90,7 @@ func init() {
 					return err
 				}
 				if mapper != nil {
-					return fetchOpenMetrics(os.Stdout, src, mf.path, *names, mapper, logger)
+					return fetchOpenMetrics(os.Stdout, src, mf.path, *names, mapper, logger, mmvContext())
 				}
 				return fetchValues(os.Stdout, src, *names, *format)
 			}
@@ -321,13 +321,13 @@ func (s selectedSource) Metrics() []source.Metric { return s.metrics }
 // fetchOpenMetrics fetches the selected metrics once and writes them as the
 // OpenMetrics exposition serve gives for the source (mapped families, no
 // self-metrics), ended by # EOF.
-func fetchOpenMetrics(w io.Writer, src source.Source, name string, args []string, mapper *mapping.Mapper, logger *slog.Logger) error {
+func fetchOpenMetrics(w io.Writer, src source.Source, name string, args []string, mapper *mapping.Mapper, logger *slog.Logger, context []mapping.LabelPair) error {
 	metrics, err := selectMetrics(src.Metrics(), args)
 	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	col := bridge.New(mapper, logger, bridge.Source{Name: name, Src: selectedSource{src, metrics}})
+	col := bridge.New(mapper, logger, bridge.Source{Name: name, Src: selectedSource{src, metrics}, Context: context})
 	if err := reg.Register(bridge.SamplesOnly(col)); err != nil {
 		return err
 	}

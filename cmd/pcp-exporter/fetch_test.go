@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/pcp-exporter/pcp-exporter/mapping"
 )
 
 var (
@@ -155,7 +157,7 @@ func TestFetchOpenMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			if err := fetchOpenMetrics(&out, src, tc.path, tc.metrics, mapper, nil); err != nil {
+			if err := fetchOpenMetrics(&out, src, tc.path, tc.metrics, mapper, nil, []mapping.LabelPair{{Name: "hostname", Value: "testhost"}}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := omCheck(out.Bytes()); err != nil {

@@ -118,6 +118,16 @@ func newMapper(file, naming string) (*mapping.Mapper, error) {
 	return mapping.New(cfg, mapping.Options{Naming: &n})
 }
 
+// mmvContext is the context of live MMV files, which have no PCP context
+// labels of their own (pmcd would add them): the exporter's hostname.
+func mmvContext() []mapping.LabelPair {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return nil
+	}
+	return []mapping.LabelPair{{Name: "hostname", Value: h}}
+}
+
 // extractDemo writes the embedded demo archive to a temporary directory.
 func extractDemo() (string, func(), error) {
 	dir, err := os.MkdirTemp("", "pcp-exporter-demo-")
@@ -212,7 +222,7 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 		closeAll()
 		return nil, nil, err
 	}
-	srcs = append(srcs, bridge.Source{Name: f.mmvDir, Src: src})
+	srcs = append(srcs, bridge.Source{Name: f.mmvDir, Src: src, Context: mmvContext()})
 	return srcs, closeAll, nil
 }
 

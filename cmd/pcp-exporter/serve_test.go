@@ -136,7 +136,7 @@ func TestServeTLSAndBasicAuth(t *testing.T) {
 		t.Errorf("wrong password: status %d, want 401", code)
 	}
 	code, body := get(base+"/metrics", "prom", "s3cret")
-	if code != http.StatusOK || !strings.Contains(body, "seed_total{") {
+	if code != http.StatusOK || !strings.Contains(body, "seed_total ") {
 		t.Errorf("authenticated: status %d, body lacks seed_total:\n%.400s", code, body)
 	}
 	plain := &http.Client{Timeout: 5 * time.Second}
