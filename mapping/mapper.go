@@ -418,7 +418,7 @@ func (m *Mapper) MapSource(metrics []source.Metric, target []LabelPair, ns *Name
 // metric's value label is not included.
 func (f *Family) Labels(inst *source.Instance) []LabelPair {
 	if f.m.Lean() {
-		return f.leanLabels(inst)
+		return f.leanLabels(inst, true)
 	}
 	var raw []LabelPair
 	raw = append(raw, f.m.extra...)

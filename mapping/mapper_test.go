@@ -316,20 +316,35 @@ func TestInstrument(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, why := m.Instrument(&c.md)
+		got.fam = nil
 		if why != "" || got != c.want {
 			t.Errorf("%s: %+v %q, want %+v", c.md.Name, got, why, c.want)
 		}
 	}
-	md := source.Metric{Name: "m", Labels: semantics.LabelSet{
-		lbl(semantics.LabelContext, "hostname", `"vm"`), lbl(semantics.LabelContext, "machineid", `"abc"`),
+	md := source.Metric{Name: "m", Desc: desc(semantics.TypeU32, semantics.SemInstant, semantics.Units{}), Labels: semantics.LabelSet{
+		lbl(semantics.LabelContext, "hostname", `"vm"`), lbl(semantics.LabelContext, "machineid", `"abc"`), lbl(semantics.LabelContext, "userid", `0`),
 		lbl(semantics.LabelDomain, "agent", `"mmv"`), lbl(semantics.LabelItem, "unit_hint", `"ns"`)}}
-	res, attrs := Attributes(&md, &source.Instance{ID: 3, Name: "three"})
-	if !reflect.DeepEqual(res, []LabelPair{{"host.name", "vm"}, {"host.id", "abc"}}) {
-		t.Errorf("resource %v", res)
+	md.Desc.InDom = semantics.NewInDom(70, 1)
+	ms := []source.Metric{md}
+	res := Resource(ms, m.TargetLabels(ms, nil))
+	if want := []LabelPair{{"host.id", "abc"}, {"host.name", "vm"}, {"pcp.agent", "mmv"}, {"pcp.userid", "0"}, {"service.instance.id", "vm"}, {"service.name", "pcp"}}; !reflect.DeepEqual(res, want) {
+		t.Errorf("resource %v, want %v", res, want)
 	}
-	if !reflect.DeepEqual(attrs, []LabelPair{{"agent", "mmv"}, {"instid", "3"}, {"instname", "three"}, {"unit_hint", "ns"}}) {
-		t.Errorf("attributes %v", attrs)
+	// full labels or not, the attributes are the lean ones
+	full := true
+	mf, _ := New(nil, Options{FullLabels: &full})
+	for _, mm := range []*Mapper{m, mf} {
+		in, _ := mm.Instrument(&md)
+		inst := source.Instance{ID: 3, Name: "three", Labels: semantics.LabelSet{lbl(semantics.LabelInstances, "name", `"three"`), lbl(semantics.LabelInstances, "slot", `"s3"`)}}
+		if attrs := in.Attributes(&inst); !reflect.DeepEqual(attrs, []LabelPair{{"instname", "three"}, {"slot", "s3"}}) {
+			t.Errorf("attributes %v", attrs)
+		}
 	}
+	mmv := []source.Metric{{Name: "mmv.shop.requests"}, {Name: "mmv.shop.latency"}}
+	if res := Resource(mmv, []LabelPair{{"hostname", "h"}}); !reflect.DeepEqual(res, []LabelPair{{"host.name", "h"}, {"service.instance.id", "h"}, {"service.name", "shop"}}) {
+		t.Errorf("MMV resource %v", res)
+	}
+
 }
 
 // TestLeanLabels: the default series carry the instance, its own labels

@@ -27,6 +27,12 @@ const TargetInfoName = "target_info"
 // TargetInfoHelp is target_info's HELP text.
 const TargetInfoHelp = "Target metadata: the PCP context labels of the source."
 
+// TargetInfo returns target_info's family: an info metric (a gauge of 1 in
+// the text format) whose labels are a source's TargetLabels.
+func TargetInfo() *Family {
+	return &Family{PCPName: TargetInfoName, Name: TargetInfoName, OMName: "target", Type: Info, Help: TargetInfoHelp, Scale: 1, mul: 1, div: 1, integer: true}
+}
+
 // Lean reports whether series carry lean labels (the default naming without
 // full_labels): then the target labels go into target_info.
 func (m *Mapper) Lean() bool { return m.naming == NamingDefault && !m.full }
@@ -42,7 +48,7 @@ func (m *Mapper) TargetLabels(metrics []source.Metric, extra []LabelPair) []Labe
 	mixed := map[string]bool{}
 	var order []string
 	for i := range metrics {
-		for _, l := range labelsFor(m.naming, metrics[i].Labels) {
+		for _, l := range metrics[i].Labels {
 			switch l.Flags & 0x3f {
 			case semantics.LabelContext:
 				for _, p := range flattenLabel(l.Name, l.Value, nil) {
@@ -171,11 +177,12 @@ func Distinct(targets ...[]LabelPair) map[string]bool {
 }
 
 // leanLabels are a series' labels with lean labels (see the comment at the
-// top of this file).
-func (f *Family) leanLabels(inst *source.Instance) []LabelPair {
+// top of this file); without the target labels that tell sources apart
+// unless distinct.
+func (f *Family) leanLabels(inst *source.Instance, distinct bool) []LabelPair {
 	var s labelSet
 	for _, p := range f.target {
-		if f.distinct[p.Name] {
+		if distinct && f.distinct[p.Name] {
 			s.set(p.Name, p.Value)
 		}
 	}

@@ -27,6 +27,10 @@ import (
 type Series struct {
 	Labels []mapping.LabelPair
 	Family *mapping.Family
+	// Resource and Attrs are the series' OpenTelemetry resource and
+	// data-point attributes (mapping.Resource, Family.Attributes; an info
+	// metric's value included), as the live push gives them.
+	Resource, Attrs []mapping.LabelPair
 	// ID numbers the series of a run densely from 0, in order of
 	// appearance: sinks keep their per-series state in slices by it.
 	ID int
@@ -106,6 +110,9 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 		opts.Mapper = m
 	}
 	r := &run{opts: opts, st: &st, byLabels: map[string]*Series{}, w: startWriter(sink)}
+	for _, a := range opts.Archives {
+		r.targets = append(r.targets, opts.Mapper.TargetLabels(a.Metrics(), nil))
+	}
 	var err error
 	if opts.Step > 0 {
 		err = r.step(ctx)
@@ -215,10 +222,24 @@ type run struct {
 	src      interface {
 		Instances(semantics.InDom) []source.Instance
 	}
+	// targets are the archives' target labels (the labels that tell them
+	// apart stay on the series); resource is the current source's
+	// OpenTelemetry resource; info its target_info series (nil: none),
+	// written at infoT and at every later sample time.
+	targets  [][]mapping.LabelPair
+	resource []mapping.LabelPair
+	info     *Series
+	infoT    time.Time
 }
 
 func (r *run) mapFamilies(metrics []source.Metric) {
-	fams, skipped := r.opts.Mapper.MapAll(metrics, nil)
+	target := r.opts.Mapper.TargetLabels(metrics, nil)
+	r.resource = mapping.Resource(metrics, target)
+	fams, skipped := r.opts.Mapper.MapSource(metrics, target, mapping.NewNamespace(r.targets...))
+	r.info, r.infoT = nil, time.Time{}
+	if r.opts.Mapper.Lean() && len(target) > 0 && (r.opts.Families == nil || r.opts.Families[mapping.TargetInfoName]) {
+		r.info = r.seriesOf(append([]mapping.LabelPair{{Name: "__name__", Value: mapping.TargetInfoName}}, target...), mapping.TargetInfo(), nil)
+	}
 	for _, s := range skipped {
 		r.st.Skipped["metric_"+string(s.Reason)]++
 	}
@@ -275,9 +296,19 @@ func (r *run) lookup(fi int, inst int32, info string) *Series {
 		in = r.instance(f.Desc.InDom, inst)
 	}
 	ls := append([]mapping.LabelPair{{Name: "__name__", Value: f.Name}}, f.Labels(in)...)
+	attrs := f.Attributes(in)
 	if f.Type == mapping.Info {
 		ls = append(ls, mapping.LabelPair{Name: mapping.InfoValueLabel, Value: info})
+		attrs = append(attrs, mapping.LabelPair{Name: mapping.InfoValueLabel, Value: info})
 	}
+	s := r.seriesOf(ls, f, attrs)
+	r.series[k] = s
+	return s
+}
+
+// seriesOf returns the series of a label set (sorted here), making it on
+// first use: series with the same labels are one, whatever the source.
+func (r *run) seriesOf(ls []mapping.LabelPair, f *mapping.Family, attrs []mapping.LabelPair) *Series {
 	sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
 	var key strings.Builder
 	for _, l := range ls {
@@ -288,10 +319,9 @@ func (r *run) lookup(fi int, inst int32, info string) *Series {
 	}
 	s := r.byLabels[key.String()]
 	if s == nil {
-		s = &Series{Labels: ls, Family: f, ID: len(r.byLabels)}
+		s = &Series{Labels: ls, Family: f, Resource: r.resource, Attrs: attrs, ID: len(r.byLabels)}
 		r.byLabels[key.String()] = s
 	}
-	r.series[k] = s
 	return s
 }
 
@@ -332,6 +362,11 @@ func (r *run) emit(fi, pos int, inst int32, v semantics.Value, t time.Time) erro
 		r.st.Last = t
 	}
 	r.st.Progress = t
+	if r.info != nil && !t.Equal(r.infoT) {
+		r.infoT = t
+		r.st.Read++
+		r.batch = append(r.batch, Sample{Series: r.info, T: t.UnixMilli(), V: 1})
+	}
 	r.batch = append(r.batch, Sample{Series: s, T: t.UnixMilli(), V: val})
 	if len(r.batch) >= batchSize {
 		return r.flush()

@@ -150,10 +150,6 @@ func (f *otlpFlags) exporter(ctx context.Context) (sdkmetric.Exporter, error) {
 // retried by the exporter, logged, and counted in
 // pcp_exporter_otlp_export_errors_total, and serving goes on.
 func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, srcs []bridge.Source, mapper *mapping.Mapper) (func(), error) {
-	exp, err := f.exporter(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("otlp: %w", err)
-	}
 	errCount := prometheus.NewCounter(prometheus.CounterOpts{Name: "pcp_exporter_otlp_export_errors_total", Help: "OTLP pushes that failed (after the exporter's retries)."})
 	if reg != nil {
 		reg.MustRegister(errCount)
@@ -162,18 +158,30 @@ func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prom
 		errCount.Inc()
 		logger.Warn("OTLP push failed", "err", err)
 	}))
-	var metrics = srcs[0].Src.Metrics()
-	reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(f.interval), sdkmetric.WithTimeout(f.timeout),
-		sdkmetric.WithProducer(bridge.NewOTelProducer(mapper, logger, srcs...)))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(bridge.Resource(metrics)))
-	logger.Info("pushing metrics over OTLP", "protocol", f.protocol, "endpoint", f.endpoint, "interval", f.interval)
-	return func() {
+	// one provider per source: each source is a resource of its own
+	// (host.name, service.name, ...)
+	var mps []*sdkmetric.MeterProvider
+	stop := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 		defer cancel()
-		if err := mp.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
-			logger.Warn("OTLP shutdown", "err", err)
+		for _, mp := range mps {
+			if err := mp.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
+				logger.Warn("OTLP shutdown", "err", err)
+			}
 		}
-	}, nil
+	}
+	for _, src := range srcs {
+		exp, err := f.exporter(ctx)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("otlp: %w", err)
+		}
+		reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(f.interval), sdkmetric.WithTimeout(f.timeout),
+			sdkmetric.WithProducer(bridge.NewOTelProducer(mapper, logger, src)))
+		mps = append(mps, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(bridge.Resource(mapper, src))))
+	}
+	logger.Info("pushing metrics over OTLP", "protocol", f.protocol, "endpoint", f.endpoint, "interval", f.interval)
+	return stop, nil
 }
 
 func init() {
