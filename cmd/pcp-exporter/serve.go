@@ -256,7 +256,10 @@ func runServe(f *serveFlags) error {
 		defer stopPush()
 	}
 
+	rl := newReloader(f, col, logger, reg)
+	rl.watch(ctx)
 	mux := http.NewServeMux()
+	mux.HandleFunc("/-/reload", rl.handle)
 	mux.Handle(f.telemetry, col.Handler(reg, full, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+)
+
+// TestReload changes serve's mapping and derived metrics files under it and
+// reloads them with SIGHUP and with POST /-/reload: a good file takes
+// effect, a bad one keeps the configuration in use, answers 500 with the
+// reason, logs it and sets pcp_exporter_config_last_reload_successful to 0.
+func TestReload(t *testing.T) {
+	dir := t.TempDir()
+	mappingFile := filepath.Join(dir, "mapping.yml")
+	derivedFile := filepath.Join(dir, "derived.conf")
+	write := func(path, text string) {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(mappingFile, "include: [\"seed.counter\"]\n")
+	write(derivedFile, "my.twice = 2 * seed.instant\n")
+	addr := e2e.FreeAddr(t)
+	base := "http://" + addr
+	client := &http.Client{Timeout: 10 * time.Second}
+	log := &lockedBuffer{}
+	cmd := startExporterTo(t, log, client, base, "serve", "--web.listen-address="+addr,
+		"--archive="+filepath.Join(corpus, "archives", "seedtables", "seedtables"), "--replay.loop",
+		"--mapping.config="+mappingFile, "--derived.config="+derivedFile)
+	scrape := func() string {
+		resp, err := client.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	// waitFor scrapes until every want is there and no unwanted is.
+	waitFor := func(step string, want, unwanted []string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			body := scrape()
+			ok := true
+			for _, w := range want {
+				ok = ok && strings.Contains(body, w)
+			}
+			for _, u := range unwanted {
+				ok = ok && !strings.Contains(body, u)
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: want %q, not %q, in:\n%s\nlog:\n%s", step, want, unwanted, body, log)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	post := func() (int, string) {
+		resp, err := client.Post(base+"/-/reload", "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const good, bad = "pcp_exporter_config_last_reload_successful 1", "pcp_exporter_config_last_reload_successful 0"
+	waitFor("start", []string{"# TYPE seed_total counter", good}, []string{"# TYPE seed_instant", "my_twice"})
+
+	// SIGHUP, good files: another selection and another derived metric
+	write(mappingFile, "include: [\"seed.instant\", \"my.*\"]\n")
+	write(derivedFile, "my.thrice = 3 * seed.instant\n")
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("SIGHUP good", []string{"# TYPE seed_instant gauge", "# TYPE my_thrice gauge", good}, []string{"# TYPE seed_total", "my_twice"})
+
+	// SIGHUP, bad mapping file: the configuration stays
+	write(mappingFile, "include: [\"seed.counter\"]\nbogus: 1\n")
+	cmd.Process.Signal(syscall.SIGHUP)
+	waitFor("SIGHUP bad", []string{"# TYPE seed_instant gauge", "# TYPE my_thrice gauge", bad}, []string{"# TYPE seed_total"})
+	if !strings.Contains(log.String(), "configuration reload failed") || !strings.Contains(log.String(), "field bogus not found") {
+		t.Errorf("no reason logged:\n%s", log)
+	}
+
+	// POST, bad file: 500 with the reason; POST, good file: 200
+	if code, body := post(); code != http.StatusInternalServerError || !strings.Contains(body, "mapping.yml: line 2: field bogus not found") {
+		t.Errorf("POST with a bad file: %d %q", code, body)
+	}
+	waitFor("POST bad", []string{"# TYPE seed_instant gauge", bad}, []string{"# TYPE seed_total"})
+	write(mappingFile, "include: [\"seed.counter\"]\n")
+	write(derivedFile, "# none\n")
+	if code, body := post(); code != http.StatusOK {
+		t.Errorf("POST with a good file: %d %q", code, body)
+	}
+	waitFor("POST good", []string{"# TYPE seed_total counter", good}, []string{"# TYPE seed_instant", "my_thrice"})
+	resp, err := client.Get(base + "/-/reload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET /-/reload: %d, want 405", resp.StatusCode)
+	}
+}
