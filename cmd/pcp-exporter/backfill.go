@@ -26,17 +26,18 @@ import (
 const backfillGOGC = 300
 
 type backfillFlags struct {
-	archives []string
-	output   string
-	step     time.Duration
-	raw      bool
-	start    string
-	finish   string
-	interp   string
-	mapping  string
-	naming   string
-	derived  *derivedFlags
-	quiet    bool
+	archives   []string
+	output     string
+	step       time.Duration
+	raw        bool
+	start      string
+	finish     string
+	interp     string
+	mapping    string
+	naming     string
+	fullLabels bool
+	derived    *derivedFlags
+	quiet      bool
 
 	otlpInsecure bool
 	otlpHeaders  map[string]string
@@ -57,6 +58,7 @@ func init() {
 			cmd.Flag("interp", "Interpolation rule with --step: nearest or prior.").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
 			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mapping)
 			cmd.Flag("naming", "Naming: default or pmproxy (as for serve).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
+			fullLabelsFlag(cmd, &f.fullLabels)
 			cmd.Flag("quiet", "No progress display.").BoolVar(&f.quiet)
 			cmd.Flag("otlp.insecure", "With otlp-grpc: no TLS.").BoolVar(&f.otlpInsecure)
 			f.otlpHeaders = map[string]string{}
@@ -87,7 +89,7 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		debug.SetGCPercent(backfillGOGC)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	mapper, err := newMapper(f.mapping, f.naming)
+	mapper, err := newMapper(f.mapping, f.naming, f.fullLabels)
 	if err != nil {
 		return err
 	}

@@ -70,13 +70,15 @@ func init() {
 			format := cmd.Flag("format", "Output format: csv, json or openmetrics (the exposition serve gives, mapped by --naming and --mapping.config).").Default("csv").Enum("csv", "json", "openmetrics")
 			mappingFile := cmd.Flag("mapping.config", "Mapping configuration file for --format openmetrics (as for serve).").PlaceHolder("FILE").String()
 			naming := cmd.Flag("naming", "Naming for --format openmetrics: default or pmproxy (as for serve).").Default("default").Enum("default", "pmproxy")
+			fullLabels := new(bool)
+			fullLabelsFlag(cmd, fullLabels)
 			dflags := addDerivedFlags(cmd)
 			names := cmd.Arg("metric", "Metrics or subtrees to fetch (all when none is given).").Strings()
 			return func() error {
 				var mapper *mapping.Mapper
 				if *format == "openmetrics" {
 					var err error
-					if mapper, err = newMapper(*mappingFile, *naming); err != nil {
+					if mapper, err = newMapper(*mappingFile, *naming, *fullLabels); err != nil {
 						return err
 					}
 				}

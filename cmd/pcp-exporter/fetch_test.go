@@ -152,7 +152,7 @@ func TestFetchOpenMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer src.Close()
-			mapper, err := newMapper("", tc.naming)
+			mapper, err := newMapper("", tc.naming, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -220,7 +220,7 @@ func TestOTLPPushToCollector(t *testing.T) {
 	}
 	defer rp.Close()
 	at := rp.Start().Add(20 * time.Second)
-	mapper, err := newMapper("", "default")
+	mapper, err := newMapper("", "default", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +374,7 @@ func TestOTLPPushAndBackfillAgree(t *testing.T) {
 	}
 	defer rp.Close()
 	at := rp.Start().Add(90 * time.Second)
-	mapper, err := newMapper("", "default")
+	mapper, err := newMapper("", "default", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func (r *reloader) reload() error {
 }
 
 func (r *reloader) load() error {
-	mapper, err := newMapper(r.f.mappingFile, r.f.naming)
+	mapper, err := newMapper(r.f.mappingFile, r.f.naming, r.f.fullLabels)
 	if err != nil {
 		return err
 	}

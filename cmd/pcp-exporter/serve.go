@@ -58,6 +58,7 @@ type serveFlags struct {
 	interp      string
 	mappingFile string
 	naming      string
+	fullLabels  bool
 	maxRequests int
 	derived     *derivedFlags
 	// otlpStarters start pushes next to /metrics; open opens sources of
@@ -92,6 +93,7 @@ func init() {
 			cmd.Flag("replay.interp", "Interpolation rule for instant and discrete metrics: nearest or prior.").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
 			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels).").PlaceHolder("FILE").StringVar(&f.mappingFile)
 			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units) or pmproxy (as pmproxy's /metrics).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
+			fullLabelsFlag(cmd, &f.fullLabels)
 			f.derived = addDerivedFlags(cmd)
 			for _, h := range serveHooks {
 				h(cmd, f)
@@ -101,8 +103,9 @@ func init() {
 	})
 }
 
-// newMapper builds the mapper of --mapping.config and --naming.
-func newMapper(file, naming string) (*mapping.Mapper, error) {
+// newMapper builds the mapper of --mapping.config, --naming and (when
+// set) --mapping.full-labels.
+func newMapper(file, naming string, fullLabels bool) (*mapping.Mapper, error) {
 	var cfg *mapping.Config
 	if file != "" {
 		c, err := mapping.LoadConfig(file)
@@ -115,7 +118,11 @@ func newMapper(file, naming string) (*mapping.Mapper, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	return mapping.New(cfg, mapping.Options{Naming: &n})
+	opts := mapping.Options{Naming: &n}
+	if fullLabels {
+		opts.FullLabels = &fullLabels
+	}
+	return mapping.New(cfg, opts)
 }
 
 // mmvContext is the context of live MMV files, which have no PCP context
@@ -228,7 +235,7 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 
 func runServe(f *serveFlags) error {
 	logger := promslog.New(&f.log)
-	mapper, err := newMapper(f.mappingFile, f.naming)
+	mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels)
 	if err != nil {
 		return err
 	}
