@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -112,5 +113,33 @@ func TestReload(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET /-/reload: %d, want 405", resp.StatusCode)
+	}
+}
+
+// TestDemoScrapeLintsClean scrapes serve replaying the embedded demo
+// recording, lean labels and full labels, and has promtool check metrics
+// lint the whole scrape (self-metrics and target_info included).
+func TestDemoScrapeLintsClean(t *testing.T) {
+	promtool := e2e.Require(t, "promtool")[0]
+	for _, extra := range [][]string{nil, {"--mapping.full-labels"}} {
+		addr := e2e.FreeAddr(t)
+		base := "http://" + addr
+		client := &http.Client{Timeout: 10 * time.Second}
+		startExporterTo(t, io.Discard, client, base, append([]string{"serve", "--web.listen-address=" + addr, "--archive=demo/live", "--replay.start=+2s", "--replay.loop"}, extra...)...)
+		resp, err := client.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), "kernel_all_load{") {
+			t.Fatalf("%v: no PCP samples in the scrape:\n%s", extra, body)
+		}
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = strings.NewReader(string(body))
+		out, err := cmd.CombinedOutput()
+		if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+			t.Errorf("%v: promtool check metrics: %v\n%s", extra, err, out)
+		}
 	}
 }
