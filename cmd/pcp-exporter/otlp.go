@@ -148,8 +148,9 @@ func (f *otlpFlags) exporter(ctx context.Context) (sdkmetric.Exporter, error) {
 
 // startPush starts pushing srcs with a periodic reader; export failures are
 // retried by the exporter, logged, and counted in
-// pcp_exporter_otlp_export_errors_total, and serving goes on.
-func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, srcs []bridge.Source, mapper *mapping.Mapper) (func(), error) {
+// pcp_exporter_otlp_export_errors_total, and serving goes on. It returns
+// the producers (one per source), which a reload reconfigures.
+func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, srcs []bridge.Source, mapper *mapping.Mapper) (func(), []*bridge.OTelProducer, error) {
 	errCount := prometheus.NewCounter(prometheus.CounterOpts{Name: "pcp_exporter_otlp_export_errors_total", Help: "OTLP pushes that failed (after the exporter's retries)."})
 	if reg != nil {
 		reg.MustRegister(errCount)
@@ -161,6 +162,7 @@ func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prom
 	// one provider per source: each source is a resource of its own
 	// (host.name, service.name, ...)
 	var mps []*sdkmetric.MeterProvider
+	var producers []*bridge.OTelProducer
 	stop := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 		defer cancel()
@@ -174,14 +176,16 @@ func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prom
 		exp, err := f.exporter(ctx)
 		if err != nil {
 			stop()
-			return nil, fmt.Errorf("otlp: %w", err)
+			return nil, nil, fmt.Errorf("otlp: %w", err)
 		}
+		producer := bridge.NewOTelProducer(mapper, logger, src)
+		producers = append(producers, producer)
 		reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(f.interval), sdkmetric.WithTimeout(f.timeout),
-			sdkmetric.WithProducer(bridge.NewOTelProducer(mapper, logger, src)))
+			sdkmetric.WithProducer(producer))
 		mps = append(mps, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(bridge.Resource(mapper, src))))
 	}
 	logger.Info("pushing metrics over OTLP", "protocol", f.protocol, "endpoint", f.endpoint, "interval", f.interval)
-	return stop, nil
+	return stop, producers, nil
 }
 
 func init() {
@@ -197,10 +201,13 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			stop, err := f.startPush(ctx, logger, reg, srcs, mapper)
+			stop, producers, err := f.startPush(ctx, logger, reg, srcs, mapper)
 			if err != nil {
 				closeSrcs()
 				return nil, err
+			}
+			for _, p := range producers {
+				sf.reconfigurables = append(sf.reconfigurables, p)
 			}
 			return func() { stop(); closeSrcs() }, nil
 		})

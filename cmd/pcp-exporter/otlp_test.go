@@ -227,7 +227,7 @@ func TestOTLPPushToCollector(t *testing.T) {
 	for _, c := range []struct{ protocol, endpoint string }{{"grpc", grpcAddr}, {"http/protobuf", "http://" + httpAddr}} {
 		f := &otlpFlags{endpoint: c.endpoint, protocol: c.protocol, interval: time.Hour, timeout: 5 * time.Second, insecure: true}
 		srcs := []bridge.Source{{Name: "mmv", Src: d, Context: mmvContext()}, {Name: "seed", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}}
-		stop, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil, srcs, mapper)
+		stop, _, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil, srcs, mapper)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +379,7 @@ func TestOTLPPushAndBackfillAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &otlpFlags{endpoint: pushAddr, protocol: "grpc", interval: time.Hour, timeout: 5 * time.Second, insecure: true}
-	stop, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil,
+	stop, _, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil,
 		[]bridge.Source{{Name: "live", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}}, mapper)
 	if err != nil {
 		t.Fatal(err)

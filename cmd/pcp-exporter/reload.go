@@ -14,6 +14,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/derive"
+	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
@@ -57,24 +58,41 @@ func (r *reloader) reload() error {
 	return nil
 }
 
+// reconfigurable is what a reload reconfigures: the collector of /metrics
+// and the OTLP pushes' producers.
+type reconfigurable interface {
+	Sources() []source.Source
+	Reconfigure(*mapping.Mapper, []source.Source) error
+}
+
+// load loads the configurations and, when all of them load, swaps them in
+// everywhere.
 func (r *reloader) load() error {
 	mapper, err := newMapper(r.f.mappingFile, r.f.naming, r.f.fullLabels)
 	if err != nil {
 		return err
 	}
-	var srcs []source.Source
-	for _, s := range r.col.Sources() {
-		base := s
-		if d, ok := s.(*derive.Source); ok {
-			base = d.Unwrap()
+	all := append([]reconfigurable{r.col}, r.f.reconfigurables...)
+	srcs := make([][]source.Source, len(all))
+	for i, c := range all {
+		for _, s := range c.Sources() {
+			base := s
+			if d, ok := s.(*derive.Source); ok {
+				base = d.Unwrap()
+			}
+			w, err := r.f.derived.wrap(base, r.logger)
+			if err != nil {
+				return fmt.Errorf("derived.config: %w", err)
+			}
+			srcs[i] = append(srcs[i], w)
 		}
-		w, err := r.f.derived.wrap(base, r.logger)
-		if err != nil {
-			return fmt.Errorf("derived.config: %w", err)
-		}
-		srcs = append(srcs, w)
 	}
-	return r.col.Reconfigure(mapper, srcs)
+	for i, c := range all {
+		if err := c.Reconfigure(mapper, srcs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // handle serves POST /-/reload: 200 when reloaded, 500 with the reason when

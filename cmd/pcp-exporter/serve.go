@@ -60,6 +60,8 @@ type serveFlags struct {
 	naming      string
 	fullLabels  bool
 	maxRequests int
+	// reconfigurables are reloaded with the collector (the OTLP pushes).
+	reconfigurables []reconfigurable
 	derived     *derivedFlags
 	// otlpStarters start pushes next to /metrics; open opens sources of
 	// their own.
