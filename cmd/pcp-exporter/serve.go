@@ -60,12 +60,12 @@ type serveFlags struct {
 	naming      string
 	fullLabels  bool
 	maxRequests int
-	// reconfigurables are reloaded with the collector (the OTLP pushes).
-	reconfigurables []reconfigurable
 	derived     *derivedFlags
 	// otlpStarters start pushes next to /metrics; open opens sources of
 	// their own.
 	otlpStarters []func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error)
+	// reconfigurables are reloaded with the collector (the OTLP pushes).
+	reconfigurables []reconfigurable
 }
 
 // serveHooks lets other command files (OTLP push) add flags to serve and
