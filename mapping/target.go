@@ -110,7 +110,8 @@ func (m *Mapper) filter(ls []LabelPair) []LabelPair {
 // of one output stay apart: of the labels whose values differ between
 // targets (a label one target lacks differs), as few as tell every two
 // targets apart, hostname and machineid first, then by name. Targets with
-// the same labels are one target.
+// the same hostname are one host: their series are one, whatever else
+// differs (an older archive without machineid).
 func Distinct(targets ...[]LabelPair) map[string]bool {
 	d := map[string]bool{}
 	if len(targets) < 2 {
@@ -156,6 +157,11 @@ func Distinct(targets ...[]LabelPair) map[string]bool {
 	})
 	for i := range targets {
 		for j := i + 1; j < len(targets); j++ {
+			hi, iok := value(targets[i], "hostname")
+			hj, jok := value(targets[j], "hostname")
+			if iok && jok && hi == hj {
+				continue // one host (daily archives, one with labels the other lacks)
+			}
 			apart := false
 			for n := range d {
 				if differ(targets[i], targets[j], n) {
