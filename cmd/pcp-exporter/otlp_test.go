@@ -237,13 +237,16 @@ func TestOTLPPushToCollector(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		pts = readOTLPFile(t, out)
-		n := 0
+		n, m := 0, 0
 		for _, p := range pts {
-			if p.metric == "mmv.app.requests" {
+			switch p.metric {
+			case "mmv.app.requests":
 				n++
+			case "seed.counter":
+				m++
 			}
 		}
-		if n >= 2 || time.Now().After(deadline) {
+		if (n >= 2 && m >= 2) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
