@@ -73,6 +73,10 @@ type Options struct {
 	// Families, when set, restricts the samples to these family names (the
 	// OpenMetrics writer goes family by family).
 	Families map[string]bool
+	// NoTargetInfo leaves target_info out (lean labels write it at every
+	// sample time): for a sink that carries the target labels another way,
+	// OTLP's resource.
+	NoTargetInfo bool
 }
 
 // Stats counts what a backfill read and wrote.
@@ -237,7 +241,7 @@ func (r *run) mapFamilies(metrics []source.Metric) {
 	r.resource = mapping.Resource(metrics, target)
 	fams, skipped := r.opts.Mapper.MapSource(metrics, target, mapping.NewNamespace(r.targets...))
 	r.info, r.infoT = nil, time.Time{}
-	if r.opts.Mapper.Lean() && len(target) > 0 && (r.opts.Families == nil || r.opts.Families[mapping.TargetInfoName]) {
+	if r.opts.Mapper.Lean() && !r.opts.NoTargetInfo && len(target) > 0 && (r.opts.Families == nil || r.opts.Families[mapping.TargetInfoName]) {
 		r.info = r.seriesOf(append([]mapping.LabelPair{{Name: "__name__", Value: mapping.TargetInfoName}}, target...), mapping.TargetInfo(), nil)
 	}
 	for _, s := range skipped {

@@ -167,6 +167,7 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 			return fmt.Errorf("otlp: %w", eerr)
 		}
 		sink := backfill.NewOTLPSink(ctx, exp)
+		opts.NoTargetInfo = true // the resource
 		st, err = backfill.Run(ctx, opts, sink)
 		if cerr := sink.Close(); err == nil {
 			err = cerr
