@@ -143,3 +143,54 @@ func TestDemoScrapeLintsClean(t *testing.T) {
 		}
 	}
 }
+
+// TestScrapeJobsSelect has a real Prometheus scrape one exporter (the demo
+// recording) in two jobs, one selecting PCP subtrees (names=disk), one
+// families (name[]=kernel_all_load, name[]=target_info): each job stores
+// only its own PCP series, and target_info joins the host name onto them.
+func TestScrapeJobsSelect(t *testing.T) {
+	e2e.Require(t, "prometheus")
+	addr := e2e.FreeAddr(t)
+	client := &http.Client{Timeout: 10 * time.Second}
+	startExporterTo(t, io.Discard, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--archive=demo/live", "--replay.start=+2s", "--replay.loop")
+	base := e2e.StartPrometheus(t, `global: {scrape_interval: 1s}
+scrape_configs:
+  - job_name: disk
+    params: {names: [disk]}
+    static_configs: [{targets: ["`+addr+`"]}]
+  - job_name: load
+    params: {"name[]": [kernel_all_load, target_info]}
+    static_configs: [{targets: ["`+addr+`"]}]
+`, "")
+	names := func(job string) map[string]bool {
+		out := map[string]bool{}
+		for _, s := range e2e.PromQuery(t, base, `count by (__name__) ({job="`+job+`", __name__!~"scrape_.*|up"})`, time.Time{}) {
+			out[s.Metric["__name__"]] = true
+		}
+		return out
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var disk, load map[string]bool
+	for {
+		disk, load = names("disk"), names("load")
+		if (disk["disk_dev_read_bytes_total"] && load["kernel_all_load"] && load["target_info"]) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for n := range disk {
+		if !strings.HasPrefix(n, "disk_") && !strings.HasPrefix(n, "pcp_exporter_") && n != "target_info" && !strings.HasPrefix(n, "go_") && !strings.HasPrefix(n, "process_") && !strings.HasPrefix(n, "promhttp_") {
+			t.Errorf("job disk stored %s", n)
+		}
+	}
+	if !disk["disk_dev_read_bytes_total"] || !disk["disk_dev_write_bytes_total"] || disk["kernel_all_load"] {
+		t.Errorf("job disk: %v", disk)
+	}
+	if len(load) != 2 || !load["kernel_all_load"] || !load["target_info"] {
+		t.Errorf("job load: %v, want kernel_all_load and target_info", load)
+	}
+	joined := e2e.PromQuery(t, base, `kernel_all_load{job="load"} * on (job, instance) group_left (hostname, machineid) target_info`, time.Time{})
+	if len(joined) != 3 || joined[0].Metric["hostname"] != "vm" || joined[0].Metric["instname"] == "" {
+		t.Errorf("kernel_all_load joined with target_info: %+v", joined)
+	}
+}
