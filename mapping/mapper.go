@@ -133,7 +133,7 @@ type Options struct {
 	// Naming overrides the configuration's naming when set (the --naming flag).
 	Naming *Naming
 	// ExtraLabels are added to every series with the lowest precedence (as
-	// PCP context labels would be).
+	// PCP context labels would be); with lean labels, to the target labels.
 	ExtraLabels []LabelPair
 	// FullLabels overrides the configuration's full_labels when set (the
 	// --mapping.full-labels flag).

@@ -40,8 +40,8 @@ func (m *Mapper) Lean() bool { return m.naming == NamingDefault && !m.full }
 // TargetLabels returns the labels that describe a source as a whole, sorted
 // and sanitized as series labels are: its metrics' context labels, extra
 // below them (the context a source lacks: the exporter's hostname for live
-// MMV files), and each domain label whose value is the same on every metric
-// that has it. The configuration's drop_labels and keep_labels apply.
+// MMV files) and the mapper's ExtraLabels, and each domain label whose
+// value is the same on every metric that has it. The configuration's drop_labels and keep_labels apply.
 func (m *Mapper) TargetLabels(metrics []source.Metric, extra []LabelPair) []LabelPair {
 	var s labelSet
 	domain := map[string]string{}
@@ -70,7 +70,7 @@ func (m *Mapper) TargetLabels(metrics []source.Metric, extra []LabelPair) []Labe
 			}
 		}
 	}
-	for _, p := range extra {
+	for _, p := range append(extra, m.extra...) {
 		if n := targetLabelName(p.Name); !s.has(n) {
 			s.set(n, p.Value)
 		}
