@@ -70,9 +70,11 @@ func (m *Mapper) TargetLabels(metrics []source.Metric, extra []LabelPair) []Labe
 			}
 		}
 	}
-	for _, p := range append(extra, m.extra...) {
-		if n := targetLabelName(p.Name); !s.has(n) {
-			s.set(n, p.Value)
+	for _, ps := range [][]LabelPair{extra, m.extra} {
+		for _, p := range ps {
+			if n := targetLabelName(p.Name); !s.has(n) {
+				s.set(n, p.Value)
+			}
 		}
 	}
 	for _, n := range order {
