@@ -120,6 +120,10 @@ type promMapping struct {
 	Unit     string   `json:"unit,omitempty"`
 	Scale    float64  `json:"scale"`
 	Labels   []string `json:"labels"`
+	// LeftOut are the PCP labels of the metric and its instances neither
+	// on the series nor in target_info (lean labels: indom, cluster and
+	// item labels, an instance label repeating instname).
+	LeftOut []string `json:"left_out,omitempty"`
 }
 
 type otelMapping struct {
@@ -164,7 +168,8 @@ func describeMapping(src source.Source, context []mapping.LabelPair, args []stri
 				insts = src.Instances(md.Desc.InDom)
 			}
 			labels := labelNames(f, insts)
-			mm.Prometheus = &promMapping{Family: f.Name, OMFamily: f.OMName, Type: f.Type.String(), Unit: f.Unit, Scale: f.Scale, Labels: labels}
+			mm.Prometheus = &promMapping{Family: f.Name, OMFamily: f.OMName, Type: f.Type.String(), Unit: f.Unit, Scale: f.Scale, Labels: labels,
+				LeftOut: leftOut(md, insts, labels, f.Target())}
 			if f.Type == mapping.Info {
 				mm.Prometheus.Labels = sortedAppend(labels, mapping.InfoValueLabel)
 			}
@@ -203,6 +208,31 @@ func labelNames(f *mapping.Family, insts []source.Instance) []string {
 		}
 	}
 	return keys(ls)
+}
+
+// leftOut returns the sanitized names of the PCP labels of a metric and its
+// instances that are neither series labels nor target labels.
+func leftOut(md *source.Metric, insts []source.Instance, labels []string, target []mapping.LabelPair) []string {
+	shown := map[string]bool{}
+	for _, l := range labels {
+		shown[l] = true
+	}
+	for _, p := range target {
+		shown[p.Name] = true
+	}
+	out := map[string]bool{}
+	add := func(ls semantics.LabelSet) {
+		for _, l := range ls {
+			if n := mapping.SanitizeLabelName(l.Name); !shown[n] {
+				out[n] = true
+			}
+		}
+	}
+	add(md.Labels)
+	for i := range insts {
+		add(insts[i].Labels)
+	}
+	return keys(out)
 }
 
 // attrNames returns the names of an instrument's data-point attributes
