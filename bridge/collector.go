@@ -27,6 +27,10 @@ type Source struct {
 	// live sources (the wall time); an archive replay maps it into the
 	// archive. ok false means there is nothing to serve at this time.
 	When func(now time.Time) (t time.Time, ok bool)
+	// Context are labels describing the source that its metrics lack, as
+	// PCP context labels (a live MMV directory: the exporter's hostname).
+	// They go into target_info and the OpenTelemetry resource.
+	Context []mapping.LabelPair
 }
 
 // Collector is a prometheus.Collector serving PCP sources. Collect reads
@@ -52,7 +56,8 @@ type Collector struct {
 type sourceState struct {
 	Source
 	ms       []source.Metric // the source's metrics at epoch
-	epoch    uint64          // source.EpochOf before ms was read
+	target   []mapping.LabelPair
+	epoch    uint64 // source.EpochOf before ms was read
 	sig      uint64
 	families []mapping.Family
 	skipped  []mapping.Skipped
@@ -98,9 +103,10 @@ func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.read(func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	c.read(nil, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		c.sendConst(ch, s, i, f, iv, inst)
 	})
+	c.sendTargets(ch, nil)
 	c.sendSelf(ch)
 }
 
@@ -108,8 +114,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 type valueVisitor func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance)
 
 // read fetches every source once (remapping those whose metrics changed)
-// and hands every value to visit; it records the self-metrics state.
-func (c *Collector) read(visit valueVisitor) {
+// and hands every value of the families sel selects (all when nil) to
+// visit; it records the self-metrics state.
+func (c *Collector) read(sel *Selection, visit valueVisitor) {
 	now := c.now()
 	allOK := true
 	remap := false
@@ -123,7 +130,7 @@ func (c *Collector) read(visit valueVisitor) {
 	}
 	for _, s := range c.sources {
 		start := time.Now()
-		err := c.readSource(s, now, visit)
+		err := c.readSource(s, now, sel, visit)
 		s.duration = time.Since(start).Seconds()
 		s.status = source.StatusOf(s.Src, now)
 		if err != nil {
@@ -187,9 +194,14 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 // remap maps every source's metrics again, in source order, so that name
 // clashes across sources resolve the same way every time.
 func (c *Collector) remap() {
-	ns := &mapping.Namespace{}
+	targets := make([][]mapping.LabelPair, len(c.sources))
+	for i, s := range c.sources {
+		s.target = c.mapper.TargetLabels(s.ms, s.Context)
+		targets[i] = s.target
+	}
+	ns := mapping.NewNamespace(targets...)
 	for _, s := range c.sources {
-		s.families, s.skipped = c.mapper.MapAll(s.ms, ns)
+		s.families, s.skipped = c.mapper.MapSource(s.ms, s.target, ns)
 		for _, sk := range s.skipped {
 			if sk.Reason == mapping.SkipNameClash {
 				c.logger.Warn("metric skipped: name clash", "source", s.Name, "metric", sk.PCPName, "detail", sk.Detail)
@@ -229,7 +241,7 @@ func signature(ms []source.Metric) uint64 {
 	return h.Sum64()
 }
 
-func (c *Collector) readSource(s *sourceState, now time.Time, visit valueVisitor) error {
+func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, visit valueVisitor) error {
 	t := now
 	if s.When != nil {
 		var ok bool
@@ -272,7 +284,7 @@ func (c *Collector) readSource(s *sourceState, now time.Time, visit valueVisitor
 		}
 		f := &s.families[i]
 		set := &s.res.Sets[i]
-		if set.Err != nil {
+		if set.Err != nil || !sel.Family(f) {
 			continue
 		}
 		for _, iv := range set.Values {

@@ -144,19 +144,33 @@ func corpusSources(t *testing.T) map[string]func() Source {
 // file and of archive replays, with both namings, against golden files, and
 // (default naming) that promtool's linter finds nothing to say.
 func TestGoldenExposition(t *testing.T) {
+	full := true
 	for name, open := range corpusSources(t) {
-		for _, naming := range []mapping.Naming{mapping.NamingDefault, mapping.NamingPmproxy} {
-			t.Run(name+"/"+naming.String(), func(t *testing.T) {
-				c := New(mapper(t, naming), nil, open())
+		for _, v := range []struct {
+			name string
+			opts mapping.Options
+		}{
+			{"default", mapping.Options{}},
+			{"full", mapping.Options{FullLabels: &full}}, // the labels before lean labels
+			{"pmproxy", mapping.Options{Naming: &pmproxyNaming}},
+		} {
+			t.Run(name+"/"+v.name, func(t *testing.T) {
+				m, err := mapping.New(nil, v.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := New(m, nil, open())
 				out := exposition(t, c)
-				golden(t, name+"."+naming.String()+".prom", out)
-				if naming == mapping.NamingDefault {
+				golden(t, name+"."+v.name+".prom", out)
+				if m.Naming() == mapping.NamingDefault {
 					promtoolCheck(t, out)
 				}
 			})
 		}
 	}
 }
+
+var pmproxyNaming = mapping.NamingPmproxy
 
 func promtoolCheck(t *testing.T, exposition []byte) {
 	t.Helper()
@@ -187,10 +201,10 @@ func TestSeedtablesValues(t *testing.T) {
 	out := string(exposition(t, c))
 	for _, want := range []string{
 		"# TYPE seed_total counter\n",
-		"seed_total{hostname=\"corpus-host\"} 720\n",
+		"seed_total 720\n",
 		"# TYPE seed_instant gauge\n",
-		"seed_instant{hostname=\"corpus-host\"} 880\n",
-		"seed_discrete{hostname=\"corpus-host\"} 880\n",
+		"seed_instant 880\n",
+		"seed_discrete 880\n",
 		"pcp_exporter_source_up{reason=\"\",source=\"seed\"} 1\n",
 	} {
 		if !strings.Contains(out, want) {

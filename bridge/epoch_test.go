@@ -123,7 +123,7 @@ func TestRescanDuringFetch(t *testing.T) {
 					if out != "otel" { // Prometheus names
 						want = map[string]string{}
 						for k, v := range tc.want {
-							want[strings.ReplaceAll(k, ".", "_")+`_total{agent="mmv"}`] = v
+							want[strings.ReplaceAll(k, ".", "_")+`_total`] = v
 						}
 					}
 					if len(got) != len(want) {

@@ -19,9 +19,10 @@ import (
 // Handler serves /metrics. The text format and OpenMetrics (what
 // Prometheus asks for) go through the fast path, WriteText or
 // WriteOpenMetrics followed by fast's families (which must include Self);
-// other formats (protobuf), and scrapes selecting families with name[],
-// go through client_golang with full, which must include the Collector
-// itself. opts mean what they mean to promhttp: MaxRequestsInFlight (503
+// other formats (protobuf), and scrapes that select (name[]=FAMILY, or
+// names=PCP subtrees; see Selection) go through client_golang with full,
+// which must include the Collector itself (or, for subtrees, the selected
+// samples and fast's families). opts mean what they mean to promhttp: MaxRequestsInFlight (503
 // beyond), EnableOpenMetrics and AcceptedFormats, DisableCompression,
 // ErrorLog, and Registry, where encoding and gathering errors are counted
 // in promhttp's own promhttp_metric_handler_errors_total.
@@ -57,7 +58,7 @@ func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.Handle
 			accepted = expfmt.DefaultOpenMetricsAcceptedFormats()
 		}
 	}
-	h := &metricsHandler{slow: slow, opts: opts, accepted: accepted}
+	h := &metricsHandler{c: c, fast: fast, slow: slow, opts: opts, accepted: accepted}
 	if opts.MaxRequestsInFlight > 0 {
 		h.inFlight = make(chan struct{}, opts.MaxRequestsInFlight)
 	}
@@ -74,6 +75,8 @@ func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.Handle
 }
 
 type metricsHandler struct {
+	c        *Collector
+	fast     prometheus.Gatherer
 	slow     http.Handler
 	opts     promhttp.HandlerOpts
 	accepted []expfmt.Format
@@ -92,7 +95,16 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		i = -1
 	}
-	if i < 0 || (r.URL != nil && r.URL.Query().Has("name[]")) {
+	var sel *Selection
+	if r.URL != nil {
+		sel = SelectionFrom(r.URL.Query())
+	}
+	if sel.Subtrees() {
+		// promhttp applies name[] itself
+		promhttp.HandlerFor(prometheus.Gatherers{samplesGatherer{h.c, sel}, h.fast}, h.opts).ServeHTTP(w, r)
+		return
+	}
+	if i < 0 || sel != nil {
 		h.slow.ServeHTTP(w, r)
 		return
 	}

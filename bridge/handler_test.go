@@ -37,7 +37,7 @@ func TestHandler(t *testing.T) {
 	if err := c.WriteText(&want); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(want.String(), `mmv_app_queue{agent="mmv",instname="alpha"} 10`) {
+	if !strings.Contains(want.String(), `mmv_app_queue{instname="alpha"} 10`) {
 		t.Fatalf("unexpected text:\n%s", want.String())
 	}
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
@@ -76,7 +76,7 @@ func TestHandler(t *testing.T) {
 				if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
 					t.Errorf("Content-Type %q", ct)
 				}
-				if !bytes.HasSuffix(raw, []byte("# EOF\n")) || !bytes.Contains(raw, []byte(`mmv_app_queue{agent="mmv",instname="alpha"} 10`)) {
+				if !bytes.HasSuffix(raw, []byte("# EOF\n")) || !bytes.Contains(raw, []byte(`mmv_app_queue{instname="alpha"} 10`)) {
 					t.Errorf("OpenMetrics body:\n%s", raw)
 				}
 				return
@@ -159,7 +159,7 @@ func TestHandlerOpenMetrics(t *testing.T) {
 	if n := parseOpenMetrics(t, body); n < 4 {
 		t.Errorf("%d samples", n)
 	}
-	for _, want := range []string{"# TYPE mmv_app_queue gauge\n", `mmv_app_queue{agent="mmv",instname="alpha"} 10.0` + "\n", "pcp_exporter_source_up{reason=\"\",source=\"mmv\"} 1.0\n"} {
+	for _, want := range []string{"# TYPE mmv_app_queue gauge\n", `mmv_app_queue{instname="alpha"} 10.0` + "\n", "pcp_exporter_source_up{reason=\"\",source=\"mmv\"} 1.0\n"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("missing %q in:\n%s", want, body)
 		}
@@ -245,7 +245,7 @@ func TestHandlerCoalesces(t *testing.T) {
 			t.Errorf("scrapes of one rendering differ:\n%s\n%s", first, b)
 		}
 	}
-	if !bytes.Contains(first, []byte(`mmv_app_queue{agent="mmv",instname="alpha"} 10.0`)) {
+	if !bytes.Contains(first, []byte(`mmv_app_queue{instname="alpha"} 10.0`)) {
 		t.Errorf("body:\n%s", first)
 	}
 	if got := c.reads - reads; got != 1 {

@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
-	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
@@ -40,19 +39,25 @@ func NewOTelConverter(mapper *mapping.Mapper) *OTelConverter {
 	return &OTelConverter{mapper: mapper, state: map[string]*CounterStart{}, seen: map[string]bool{}}
 }
 
-// Resource returns the OpenTelemetry resource of a source: the PCP context
-// labels of its first metric (host.name, host.id, ...) and service.name.
-func Resource(metrics []source.Metric) *resource.Resource {
-	attrs := []attribute.KeyValue{semconv.ServiceName("pcp-exporter")}
-	if len(metrics) > 0 {
-		res, _ := mapping.Attributes(&metrics[0], nil)
-		for _, p := range res {
-			attrs = append(attrs, attribute.String(p.Name, p.Value))
-		}
+// Resource returns the OpenTelemetry resource of a source: its target
+// labels after the semantic conventions (mapping.Resource: host.name,
+// host.id, service.name, service.instance.id, pcp.*), under what
+// OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME say.
+func Resource(mapper *mapping.Mapper, src Source) *resource.Resource {
+	ms := src.Src.Metrics()
+	return ResourceOf(mapping.Resource(ms, mapper.TargetLabels(ms, src.Context)))
+}
+
+// ResourceOf is the resource of attributes from mapping.Resource, under
+// what OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME say.
+func ResourceOf(attrs []mapping.LabelPair) *resource.Resource {
+	kvs := make([]attribute.KeyValue, len(attrs))
+	for i, p := range attrs {
+		kvs[i] = attribute.String(p.Name, p.Value)
 	}
-	r, err := resource.Merge(resource.NewSchemaless(attrs...), resource.Environment())
+	r, err := resource.Merge(resource.NewSchemaless(kvs...), resource.Environment())
 	if err != nil {
-		return resource.NewSchemaless(attrs...)
+		return resource.NewSchemaless(kvs...)
 	}
 	return r
 }
@@ -96,7 +101,7 @@ func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms 
 			if md.Desc.InDom != semantics.InDomNull {
 				inst = instance(md.Desc.InDom, iv.Inst)
 			}
-			_, pairs := mapping.Attributes(md, inst)
+			pairs := ins.Attributes(inst)
 			kvs := make([]attribute.KeyValue, 0, len(pairs)+1)
 			for _, p := range pairs {
 				kvs = append(kvs, attribute.String(p.Name, p.Value))

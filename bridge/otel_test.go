@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 )
@@ -55,6 +56,15 @@ func renderOTel(sm []metricdata.ScopeMetrics, live bool) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
+// renderResource prints a resource's attributes on one line.
+func renderResource(r *resource.Resource) string {
+	var attrs []string
+	for _, kv := range r.Attributes() {
+		attrs = append(attrs, fmt.Sprintf("%s=%q", kv.Key, kv.Value.Emit()))
+	}
+	return "resource {" + strings.Join(attrs, ",") + "}\n"
+}
+
 // TestGoldenOTel checks the Producer's output for the corpus MMV files and
 // archive replays against golden files (-update rewrites them).
 func TestGoldenOTel(t *testing.T) {
@@ -66,7 +76,7 @@ func TestGoldenOTel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := renderOTel(sm, src.When == nil)
+			out := renderResource(Resource(p.conv.mapper, src)) + renderOTel(sm, src.When == nil)
 			golden(t, name+".otel.txt", []byte(out))
 		})
 	}

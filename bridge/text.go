@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -85,7 +86,7 @@ func (c *Collector) appendLocked(b []byte, om bool, flushAt int, flush func([]by
 	c.reads++
 	now := c.now()
 	lastSrc, lastFam, pos := (*sourceState)(nil), -1, 0
-	c.read(func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	c.read(nil, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		if s.text.sig != s.sig || s.text.epoch != s.epoch || len(s.text.series) != len(s.families) {
 			s.text = textCache{sig: s.sig, epoch: s.epoch, series: make([][]cachedSeries, len(s.families))}
 		}
@@ -137,24 +138,46 @@ func (c *Collector) appendLocked(b []byte, om bool, flushAt int, flush func([]by
 		}
 		e.read = uint32(c.reads)
 	})
+	if targets := c.targets(nil); len(targets) > 0 {
+		b = appendTargets(b, targets, om)
+	}
 	return b
 }
 
-// samplesCollector sends a Collector's PCP samples without its self-metrics.
-type samplesCollector struct{ c *Collector }
+// samplesCollector sends a Collector's PCP samples (those sel selects)
+// and target_info, without its self-metrics.
+type samplesCollector struct {
+	c   *Collector
+	sel *Selection
+}
 
 func (s samplesCollector) Describe(chan<- *prometheus.Desc) {}
 func (s samplesCollector) Collect(ch chan<- prometheus.Metric) {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
-	s.c.read(func(src *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	s.c.read(s.sel, func(src *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		s.c.sendConst(ch, src, i, f, iv, inst)
 	})
+	s.c.sendTargets(ch, s.sel)
+}
+
+// samplesGatherer gathers the PCP samples a selection selects.
+type samplesGatherer struct {
+	c   *Collector
+	sel *Selection
+}
+
+func (g samplesGatherer) Gather() ([]*dto.MetricFamily, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(samplesCollector{g.c, g.sel}); err != nil {
+		return nil, err
+	}
+	return reg.Gather()
 }
 
 // SamplesOnly returns a collector of the PCP samples only (for scrapes
 // served through client_golang next to Self).
-func SamplesOnly(c *Collector) prometheus.Collector { return samplesCollector{c} }
+func SamplesOnly(c *Collector) prometheus.Collector { return samplesCollector{c: c} }
 
 // selfCollector sends a Collector's self-metrics from its last read.
 type selfCollector struct{ c *Collector }

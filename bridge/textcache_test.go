@@ -81,11 +81,11 @@ func TestTextCacheInstanceNames(t *testing.T) {
 		}
 		defer d.Close()
 		c := New(mapper(t, 0), nil, Source{Name: "mmv", Src: d})
-		check(text(c), []string{`mmv_app_queue{agent="mmv",instname="alpha"} 10`, `mmv_app_queue{agent="mmv",instname="beta"} 11`}, nil)
+		check(text(c), []string{`mmv_app_queue{instname="alpha"} 10`, `mmv_app_queue{instname="beta"} 11`}, nil)
 		w.Close()
 		w = writeInsts(t, dir, "gamma", "delta")
 		defer w.Close()
-		check(text(c), []string{`mmv_app_queue{agent="mmv",instname="gamma"} 10`, `mmv_app_queue{agent="mmv",instname="delta"} 11`}, []string{"alpha", "beta"})
+		check(text(c), []string{`mmv_app_queue{instname="gamma"} 10`, `mmv_app_queue{instname="delta"} 11`}, []string{"alpha", "beta"})
 	})
 
 	t.Run("source without epochs", func(t *testing.T) {
@@ -102,8 +102,8 @@ func TestTextCacheInstanceNames(t *testing.T) {
 			t.Fatal("the wrapper must hide the file's epoch")
 		}
 		c := New(mapper(t, 0), nil, Source{Name: "archive", Src: r})
-		check(text(c), []string{`mmv_app_queue{agent="mmv",instname="alpha"} 10`}, nil)
+		check(text(c), []string{`mmv_app_queue{instname="alpha"} 10`}, nil)
 		r.names = map[int32]string{1: "alpha2"}
-		check(text(c), []string{`mmv_app_queue{agent="mmv",instname="alpha2"} 10`, `mmv_app_queue{agent="mmv",instname="beta"} 11`}, []string{`instname="alpha"}`})
+		check(text(c), []string{`mmv_app_queue{instname="alpha2"} 10`, `mmv_app_queue{instname="beta"} 11`}, []string{`instname="alpha"}`})
 	})
 }

@@ -24,6 +24,8 @@ import (
 //	    name: "node_$1"      # base name; unit suffix and _total are still added
 //	drop_labels: [machineid]
 //	keep_labels: []          # when set, only these labels are kept
+//	full_labels: false       # every PCP label on every series, no target_info
+//	series_labels: [device_type] # kept on every series with lean labels
 //
 // A pattern is a glob over the PCP name ("*" any run of characters, dots
 // included, as pmproxy's fnmatch; "?" one character; "[...]" a class), or a
@@ -37,6 +39,12 @@ type Config struct {
 	Rename     []Rename  `yaml:"rename"`
 	DropLabels []string  `yaml:"drop_labels"`
 	KeepLabels []string  `yaml:"keep_labels"`
+	// FullLabels puts every PCP label on every series (no target_info), as
+	// before lean labels.
+	FullLabels bool `yaml:"full_labels"`
+	// SeriesLabels are PCP labels (sanitized names) that lean series keep
+	// although they are the same on every series of a family (device_type).
+	SeriesLabels []string `yaml:"series_labels"`
 }
 
 // Rename gives the metrics matching Match the base name Name; with a regular
@@ -186,11 +194,11 @@ func ParseConfig(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("line %d: rename: %q is not a valid Prometheus metric name", r.line, r.Name)
 		}
 	}
-	for _, key := range []string{"drop_labels", "keep_labels"} {
-		list := c.DropLabels
-		if key == "keep_labels" {
-			list = c.KeepLabels
-		}
+	for _, kl := range []struct {
+		key  string
+		list []string
+	}{{"drop_labels", c.DropLabels}, {"keep_labels", c.KeepLabels}, {"series_labels", c.SeriesLabels}} {
+		key, list := kl.key, kl.list
 		for _, l := range list {
 			if SanitizeLabelName(l) != l {
 				return nil, fmt.Errorf("line %d: %s: %q is not a valid label name", keyLine(&doc, key), key, l)

@@ -7,8 +7,13 @@
 // Two namings exist. The default one follows Prometheus conventions: values
 // are scaled to base units (bytes, seconds, plain counts), the unit suffix and
 // _total are appended, strings become <name>_info{value="..."} 1, instances
-// become an instname label and PCP labels become sanitized labels (reserved
-// names get the prefix pcp_). The pmproxy naming reproduces what pmproxy's
+// become an instname label. Labels are lean: a series carries its instance,
+// the instance's own PCP labels and the target labels that tell an output's
+// sources apart; the labels the same on every series of a source
+// (TargetLabels: PCP context labels, single-valued domain labels) go once
+// into target_info and the OpenTelemetry resource (Resource); full_labels
+// puts every PCP label on every series instead. Label names are sanitized
+// (reserved names get the prefix pcp_). The pmproxy naming reproduces what pmproxy's
 // /metrics gives (no unit conversion, no _total, strings omitted, instname and
 // instid labels) so that existing grafana-pcp dashboards keep working.
 //

@@ -112,16 +112,18 @@ func pcpPairs(ls semantics.LabelSet, out []LabelPair) []LabelPair {
 
 // labelsFor returns the PCP labels a naming exports: all of them by default;
 // with the pmproxy naming not the optional ones (agent, userid, groupid), as
-// pmproxy's /metrics leaves them out.
+// pmproxy's /metrics leaves them out. pmcd marks those optional, but an
+// archive's label records may not keep the flag (pmlogger's demo recording
+// has agent without it), so they are known by level and name too.
 func labelsFor(n Naming, ls semantics.LabelSet) semantics.LabelSet {
 	if n != NamingPmproxy {
 		return ls
 	}
 	for _, l := range ls {
-		if l.Flags&semantics.LabelOptional != 0 {
+		if pmproxyOmits(l) {
 			out := make(semantics.LabelSet, 0, len(ls))
 			for _, l := range ls {
-				if l.Flags&semantics.LabelOptional == 0 {
+				if !pmproxyOmits(l) {
 					out = append(out, l)
 				}
 			}
@@ -129,4 +131,20 @@ func labelsFor(n Naming, ls semantics.LabelSet) semantics.LabelSet {
 		}
 	}
 	return ls
+}
+
+// pmproxyOmits reports whether pmproxy's /metrics leaves a label out: the
+// optional ones, which pmcd adds as domain (agent) and context (userid,
+// groupid) labels.
+func pmproxyOmits(l semantics.Label) bool {
+	if l.Flags&semantics.LabelOptional != 0 {
+		return true
+	}
+	switch l.Flags & 0x3f {
+	case semantics.LabelDomain:
+		return l.Name == "agent"
+	case semantics.LabelContext:
+		return l.Name == "userid" || l.Name == "groupid"
+	}
+	return false
 }

@@ -105,6 +105,8 @@ type Family struct {
 	integer            bool        // values print as exact integers
 	labels             []LabelPair // raw PCP metric labels, flattened
 	m                  *Mapper
+	target             []LabelPair     // the target labels of its source (lean labels)
+	distinct           map[string]bool // target labels the series keep
 }
 
 // Skipped is a metric without a family and the reason.
@@ -121,6 +123,8 @@ type Mapper struct {
 	cfg    Config
 	keep   map[string]bool
 	drop   map[string]bool
+	full   bool            // every PCP label on every series
+	series map[string]bool // series_labels: kept on lean series
 	// extra labels merged below every metric's own (lowest precedence), e.g.
 	// the context labels pmcd would add.
 	extra []LabelPair
@@ -131,8 +135,11 @@ type Options struct {
 	// Naming overrides the configuration's naming when set (the --naming flag).
 	Naming *Naming
 	// ExtraLabels are added to every series with the lowest precedence (as
-	// PCP context labels would be).
+	// PCP context labels would be); with lean labels, to the target labels.
 	ExtraLabels []LabelPair
+	// FullLabels overrides the configuration's full_labels when set (the
+	// --mapping.full-labels flag).
+	FullLabels *bool
 }
 
 // New returns a Mapper for a configuration (nil for the defaults).
@@ -162,6 +169,14 @@ func New(cfg *Config, opts Options) (*Mapper, error) {
 		}
 	}
 	m.extra = opts.ExtraLabels
+	m.full = m.cfg.FullLabels
+	if opts.FullLabels != nil {
+		m.full = *opts.FullLabels
+	}
+	m.series = map[string]bool{}
+	for _, l := range m.cfg.SeriesLabels {
+		m.series[l] = true
+	}
 	return m, nil
 }
 
@@ -323,9 +338,18 @@ func helpText(md *source.Metric) string {
 }
 
 // Namespace records the names already taken, to resolve clashes across
-// several MapAll calls (several sources served together).
+// several MapAll calls (several sources served together), and the target
+// labels whose values tell those sources apart.
 type Namespace struct {
-	owner map[string]string // Prometheus name -> PCP name
+	owner    map[string]string // Prometheus name -> PCP name
+	distinct map[string]bool
+}
+
+// NewNamespace returns the namespace of one output whose sources have these
+// target labels (TargetLabels): the labels whose values differ between
+// them stay on the series (Distinct).
+func NewNamespace(targets ...[]LabelPair) *Namespace {
+	return &Namespace{owner: map[string]string{}, distinct: Distinct(targets...)}
 }
 
 // clash describes why either name is taken, or returns "".
@@ -343,6 +367,12 @@ func (ns *Namespace) clash(names ...string) string {
 // (which may be nil) or by an earlier metric in PCP name order, is skipped
 // with SkipNameClash and a detail naming the winner.
 func (m *Mapper) MapAll(metrics []source.Metric, ns *Namespace) ([]Family, []Skipped) {
+	return m.MapSource(metrics, m.TargetLabels(metrics, nil), ns)
+}
+
+// MapSource is MapAll for a source whose target labels are given (the
+// source's TargetLabels with its extra context).
+func (m *Mapper) MapSource(metrics []source.Metric, target []LabelPair, ns *Namespace) ([]Family, []Skipped) {
 	if ns == nil {
 		ns = &Namespace{}
 	}
@@ -373,16 +403,25 @@ func (m *Mapper) MapAll(metrics []source.Metric, ns *Namespace) ([]Family, []Ski
 		}
 		ns.owner[f.Name] = md.Name
 		ns.owner[f.OMName] = md.Name
+		if m.Lean() {
+			f.target, f.distinct = target, ns.distinct
+		}
 		fams = append(fams, f)
 	}
 	return fams, skipped
 }
 
-// Labels returns the sorted label set of one series of f: the metric's PCP
-// labels (with the extra labels below them), overridden by the instance's
-// own labels, plus instname (and instid) for an instance. inst is nil for a
-// singular metric. An info metric's value label is not included.
+// Labels returns the sorted label set of one series of f. With lean labels
+// (the default) that is the instance and its own labels, plus the target
+// labels that tell the output's sources apart (see Lean). With full labels
+// or the pmproxy naming it is the metric's PCP labels (with the extra labels
+// below them), overridden by the instance's own labels, plus instname (and
+// instid) for an instance. inst is nil for a singular metric. An info
+// metric's value label is not included.
 func (f *Family) Labels(inst *source.Instance) []LabelPair {
+	if f.m.Lean() {
+		return f.leanLabels(inst, true)
+	}
 	var raw []LabelPair
 	raw = append(raw, f.m.extra...)
 	raw = append(raw, f.labels...)
@@ -421,17 +460,7 @@ func (f *Family) Labels(inst *source.Instance) []LabelPair {
 			}
 		}
 	}
-	out := s.sorted()
-	if f.m.keep != nil || f.m.drop != nil {
-		kept := out[:0]
-		for _, p := range out {
-			if (f.m.keep == nil || f.m.keep[p.Name]) && !f.m.drop[p.Name] {
-				kept = append(kept, p)
-			}
-		}
-		out = kept
-	}
-	return out
+	return f.m.filter(s.sorted())
 }
 
 // Float64 returns a numeric value converted to the family's unit.

@@ -183,7 +183,8 @@ func TestLabels(t *testing.T) {
 			lbl(semantics.LabelItem, "weird-name.x", `"tab\there \"q\" \u00e9 \\"`),
 		}}
 	inst := source.Instance{ID: 20, Name: "green light", Labels: semantics.LabelSet{lbl(semantics.LabelInstances, "agent", `"override"`), lbl(semantics.LabelInstances, "wavelength_nm", `530`)}}
-	m, _ := New(nil, Options{})
+	full := true
+	m, _ := New(nil, Options{FullLabels: &full})
 	f, _ := m.Map(&md)
 	got := f.Labels(&inst)
 	want := []LabelPair{
@@ -217,7 +218,7 @@ func TestLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mi, _ := New(cfg, Options{ExtraLabels: []LabelPair{{"hostname", "extra"}, {"domainname", "d"}}})
+	mi, _ := New(cfg, Options{FullLabels: &full, ExtraLabels: []LabelPair{{"hostname", "extra"}, {"domainname", "d"}}})
 	sd := source.Metric{Name: "m.s", Desc: desc(semantics.TypeString, semantics.SemDiscrete, semantics.Units{}), Labels: semantics.LabelSet{lbl(semantics.LabelItem, "value", `"v"`)}}
 	fi, _ := mi.Map(&sd)
 	goti := fi.Labels(&source.Instance{ID: -5, Name: "bad\xffutf8"})
@@ -225,7 +226,7 @@ func TestLabels(t *testing.T) {
 	if !reflect.DeepEqual(goti, wanti) {
 		t.Errorf("info labels:\n got %v\nwant %v", goti, wanti)
 	}
-	cfg, _ = ParseConfig([]byte("keep_labels: [instname, num]\n"))
+	cfg, _ = ParseConfig([]byte("full_labels: true\nkeep_labels: [instname, num]\n"))
 	mk, _ := New(cfg, Options{})
 	fk, _ := mk.Map(&md)
 	if got := fk.Labels(&inst); !reflect.DeepEqual(got, []LabelPair{{"instname", "green light"}, {"num", "42"}}) {
@@ -315,18 +316,134 @@ func TestInstrument(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, why := m.Instrument(&c.md)
+		got.fam = nil
 		if why != "" || got != c.want {
 			t.Errorf("%s: %+v %q, want %+v", c.md.Name, got, why, c.want)
 		}
 	}
-	md := source.Metric{Name: "m", Labels: semantics.LabelSet{
-		lbl(semantics.LabelContext, "hostname", `"vm"`), lbl(semantics.LabelContext, "machineid", `"abc"`),
+	md := source.Metric{Name: "m", Desc: desc(semantics.TypeU32, semantics.SemInstant, semantics.Units{}), Labels: semantics.LabelSet{
+		lbl(semantics.LabelContext, "hostname", `"vm"`), lbl(semantics.LabelContext, "machineid", `"abc"`), lbl(semantics.LabelContext, "userid", `0`),
 		lbl(semantics.LabelDomain, "agent", `"mmv"`), lbl(semantics.LabelItem, "unit_hint", `"ns"`)}}
-	res, attrs := Attributes(&md, &source.Instance{ID: 3, Name: "three"})
-	if !reflect.DeepEqual(res, []LabelPair{{"host.name", "vm"}, {"host.id", "abc"}}) {
-		t.Errorf("resource %v", res)
+	md.Desc.InDom = semantics.NewInDom(70, 1)
+	ms := []source.Metric{md}
+	res := Resource(ms, m.TargetLabels(ms, nil))
+	if want := []LabelPair{{"host.id", "abc"}, {"host.name", "vm"}, {"pcp.agent", "mmv"}, {"pcp.userid", "0"}, {"service.instance.id", "vm"}, {"service.name", "pcp"}}; !reflect.DeepEqual(res, want) {
+		t.Errorf("resource %v, want %v", res, want)
 	}
-	if !reflect.DeepEqual(attrs, []LabelPair{{"agent", "mmv"}, {"instid", "3"}, {"instname", "three"}, {"unit_hint", "ns"}}) {
-		t.Errorf("attributes %v", attrs)
+	// full labels or not, the attributes are the lean ones
+	full := true
+	mf, _ := New(nil, Options{FullLabels: &full})
+	for _, mm := range []*Mapper{m, mf} {
+		in, _ := mm.Instrument(&md)
+		inst := source.Instance{ID: 3, Name: "three", Labels: semantics.LabelSet{lbl(semantics.LabelInstances, "name", `"three"`), lbl(semantics.LabelInstances, "slot", `"s3"`)}}
+		if attrs := in.Attributes(&inst); !reflect.DeepEqual(attrs, []LabelPair{{"instname", "three"}, {"slot", "s3"}}) {
+			t.Errorf("attributes %v", attrs)
+		}
+	}
+	mmv := []source.Metric{{Name: "mmv.shop.requests"}, {Name: "mmv.shop.latency"}}
+	if res := Resource(mmv, []LabelPair{{"hostname", "h"}}); !reflect.DeepEqual(res, []LabelPair{{"host.name", "h"}, {"service.instance.id", "h"}, {"service.name", "shop"}}) {
+		t.Errorf("MMV resource %v", res)
+	}
+
+}
+
+// TestLeanLabels: the default series carry the instance, its own labels
+// (not one repeating the instance name) and the target labels that differ
+// between sources; the rest of the context and domain labels are target
+// labels, indom, cluster and item labels are left out unless series_labels
+// names them.
+func TestLeanLabels(t *testing.T) {
+	ctx := func(host string) semantics.LabelSet {
+		return semantics.LabelSet{
+			lbl(semantics.LabelDomain, "agent", `"linux"`),
+			lbl(semantics.LabelCluster, "device_type", `"block"`),
+			lbl(semantics.LabelContext, "domainname", `"localdomain"`),
+			lbl(semantics.LabelContext, "groupid", `0`),
+			lbl(semantics.LabelContext, "hostname", `"`+host+`"`),
+			lbl(semantics.LabelInDom, "indom_name", `"per disk"`),
+			lbl(semantics.LabelContext, "job", `"j"`),
+			lbl(semantics.LabelContext, "userid", `0`),
+		}
+	}
+	disk := func(host string) []source.Metric {
+		return []source.Metric{
+			{Name: "disk.dev.read", Desc: semantics.Desc{Type: semantics.TypeU64, Sem: semantics.SemCounter, InDom: semantics.NewInDom(60, 1)}, Labels: ctx(host)},
+			{Name: "kernel.all.load", Desc: semantics.Desc{Type: semantics.TypeFloat, Sem: semantics.SemInstant}, Labels: ctx(host)[2:]},
+		}
+	}
+	pmcd := source.Metric{Name: "pmcd.numagents", Desc: semantics.Desc{Type: semantics.TypeU32, Sem: semantics.SemInstant},
+		Labels: semantics.LabelSet{lbl(semantics.LabelDomain, "agent", `"pmcd"`), lbl(semantics.LabelContext, "hostname", `"a"`)}}
+	sda := source.Instance{ID: 0, Name: "sda", Labels: semantics.LabelSet{
+		lbl(semantics.LabelInstances, "device_name", `"sda"`), lbl(semantics.LabelInstances, "wwn", `"x1"`)}}
+	cases := []struct {
+		name    string
+		cfg     string
+		sources [][]source.Metric
+		extra   []LabelPair
+		target  []LabelPair
+		series  []LabelPair // disk.dev.read of sda, first source
+		load    []LabelPair // kernel.all.load, first source
+	}{
+		{name: "one source", sources: [][]source.Metric{disk("a")},
+			target: []LabelPair{{"agent", "linux"}, {"domainname", "localdomain"}, {"groupid", "0"}, {"hostname", "a"}, {"pcp_job", "j"}, {"userid", "0"}},
+			series: []LabelPair{{"instname", "sda"}, {"wwn", "x1"}}},
+		{name: "two hosts keep hostname", sources: [][]source.Metric{disk("a"), disk("b")},
+			target: []LabelPair{{"agent", "linux"}, {"domainname", "localdomain"}, {"groupid", "0"}, {"hostname", "a"}, {"pcp_job", "j"}, {"userid", "0"}},
+			series: []LabelPair{{"hostname", "a"}, {"instname", "sda"}, {"wwn", "x1"}},
+			load:   []LabelPair{{"hostname", "a"}}},
+		{name: "one host, other context: one target", sources: [][]source.Metric{disk("a"), {{Name: "x.y", Desc: semantics.Desc{Type: semantics.TypeU32}, Labels: semantics.LabelSet{lbl(semantics.LabelContext, "hostname", `"a"`)}}}},
+			target: []LabelPair{{"agent", "linux"}, {"domainname", "localdomain"}, {"groupid", "0"}, {"hostname", "a"}, {"pcp_job", "j"}, {"userid", "0"}},
+			series: []LabelPair{{"instname", "sda"}, {"wwn", "x1"}}},
+		{name: "agents differ: no agent", sources: [][]source.Metric{append(disk("a"), pmcd)},
+			target: []LabelPair{{"domainname", "localdomain"}, {"groupid", "0"}, {"hostname", "a"}, {"pcp_job", "j"}, {"userid", "0"}},
+			series: []LabelPair{{"instname", "sda"}, {"wwn", "x1"}}},
+		{name: "series_labels and drop_labels", cfg: "series_labels: [device_type, device_name]\ndrop_labels: [userid, wwn]\ninstid: true\n", sources: [][]source.Metric{disk("a")},
+			target: []LabelPair{{"agent", "linux"}, {"domainname", "localdomain"}, {"groupid", "0"}, {"hostname", "a"}, {"pcp_job", "j"}},
+			series: []LabelPair{{"device_name", "sda"}, {"device_type", "block"}, {"instid", "0"}, {"instname", "sda"}}},
+		{name: "extra context below the source's", sources: [][]source.Metric{disk("a")}, extra: []LabelPair{{"hostname", "exporter"}, {"service", "s"}},
+			target: []LabelPair{{"agent", "linux"}, {"domainname", "localdomain"}, {"groupid", "0"}, {"hostname", "a"}, {"pcp_job", "j"}, {"service", "s"}, {"userid", "0"}},
+			series: []LabelPair{{"instname", "sda"}, {"wwn", "x1"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(c.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _ := New(cfg, Options{})
+			var targets [][]LabelPair
+			for _, ms := range c.sources {
+				targets = append(targets, m.TargetLabels(ms, c.extra))
+			}
+			if !reflect.DeepEqual(targets[0], c.target) {
+				t.Errorf("target\n got %v\nwant %v", targets[0], c.target)
+			}
+			fams, _ := m.MapSource(c.sources[0], targets[0], NewNamespace(targets...))
+			if got := fams[0].Labels(&sda); !reflect.DeepEqual(got, c.series) {
+				t.Errorf("disk series\n got %v\nwant %v", got, c.series)
+			}
+			if got := fams[1].Labels(nil); len(got)+len(c.load) > 0 && !reflect.DeepEqual(got, c.load) {
+				t.Errorf("load series\n got %v\nwant %v", got, c.load)
+			}
+		})
+	}
+}
+
+// TestPmproxyLabels: pmproxy's /metrics has no agent, userid or groupid,
+// whether or not an archive kept their optional flag.
+func TestPmproxyLabels(t *testing.T) {
+	md := source.Metric{Name: "disk.dev.read", Desc: semantics.Desc{Type: semantics.TypeU64, Sem: semantics.SemCounter}, Labels: semantics.LabelSet{
+		lbl(semantics.LabelDomain, "agent", `"linux"`),
+		lbl(semantics.LabelContext, "groupid", `0`),
+		lbl(semantics.LabelContext, "hostname", `"vm"`),
+		lbl(semantics.LabelItem, "agent_x", `"kept"`),
+		lbl(semantics.LabelContext|semantics.LabelOptional, "opt", `"o"`),
+		lbl(semantics.LabelContext, "userid", `0`),
+	}}
+	p := NamingPmproxy
+	m, _ := New(nil, Options{Naming: &p})
+	f, _ := m.Map(&md)
+	if got, want := f.Labels(nil), []LabelPair{{"agent_x", "kept"}, {"hostname", "vm"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }

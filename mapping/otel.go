@@ -1,7 +1,8 @@
 package mapping
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"strings"
+
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
@@ -31,6 +32,7 @@ type Instrument struct {
 	// String marks a STRING metric: its value goes to an attribute of a gauge
 	// of 1, as the Prometheus side's _info metric.
 	String bool
+	fam    *Family
 }
 
 // Instrument maps a metric to an OpenTelemetry instrument, with the same
@@ -44,7 +46,7 @@ func (m *Mapper) Instrument(md *source.Metric) (Instrument, SkipReason) {
 		return Instrument{}, why
 	}
 	name, _ := m.baseName(md.Name)
-	in := Instrument{Name: name, Unit: f.UCUM, Description: f.Help, Scale: f.Scale}
+	in := Instrument{Name: name, Unit: f.UCUM, Description: f.Help, Scale: f.Scale, fam: &f}
 	switch f.Type {
 	case Counter:
 		in.Kind, in.Monotonic = KindSum, true
@@ -55,41 +57,59 @@ func (m *Mapper) Instrument(md *source.Metric) (Instrument, SkipReason) {
 	return in, ""
 }
 
-// resourceNames renames PCP context labels to OpenTelemetry resource
-// attributes (semantic conventions host.*).
-var resourceNames = map[string]string{
-	"hostname":  "host.name",
-	"machineid": "host.id",
+// Attributes returns the data-point attributes of one series of the
+// instrument: its lean labels without the target labels, which go to the
+// resource (see Resource), whatever full_labels says. inst is nil for a
+// singular metric. A STRING metric's value attribute is not included.
+func (in *Instrument) Attributes(inst *source.Instance) []LabelPair {
+	return in.fam.Attributes(inst)
 }
 
-// Attributes splits the labels of one series for OpenTelemetry: PCP context
-// labels (hostname, machineid, domainname, userid, ...) describe the source
-// and go to the resource (hostname as host.name, machineid as host.id);
-// domain, indom, cluster, item and instance labels, plus instname and instid
-// for an instance, are data-point attributes. Compound labels are flattened
-// to dotted names. inst is nil for a singular metric.
-func Attributes(md *source.Metric, inst *source.Instance) (resource, attrs []LabelPair) {
-	for _, l := range md.Labels {
-		if l.Flags&0x3f == semantics.LabelContext {
-			for _, p := range flattenLabel(l.Name, l.Value, nil) {
-				if r, ok := resourceNames[p.Name]; ok {
-					p.Name = r
-				}
-				resource = append(resource, p)
-			}
-			continue
+// Attributes returns the OpenTelemetry data-point attributes of one series
+// of f (see Instrument.Attributes): live pushes and OTLP backfills give the
+// same ones.
+func (f *Family) Attributes(inst *source.Instance) []LabelPair {
+	return f.leanLabels(inst, false)
+}
+
+// Resource returns the OpenTelemetry resource attributes of a source whose
+// target labels (TargetLabels) are target, after OpenTelemetry's semantic
+// conventions: hostname is host.name, machineid host.id; the other target
+// labels keep their names under the prefix "pcp." (pcp.domainname,
+// pcp.agent); service.name is the MMV application when every metric is one
+// MMV file's (mmv.<file>.*), else "pcp"; service.instance.id is the host
+// name when known. Sorted by name.
+func Resource(metrics []source.Metric, target []LabelPair) []LabelPair {
+	var s labelSet
+	for _, p := range target {
+		switch p.Name {
+		case "hostname":
+			s.set("host.name", p.Value)
+			s.set("service.instance.id", p.Value)
+		case "machineid":
+			s.set("host.id", p.Value)
+		default:
+			s.set("pcp."+p.Name, p.Value)
 		}
-		attrs = flattenLabel(l.Name, l.Value, attrs)
 	}
-	if inst != nil {
-		var s labelSet
-		s.pairs = attrs
-		for _, p := range pcpPairs(inst.Labels, nil) {
-			s.set(p.Name, p.Value)
+	s.set("service.name", serviceName(metrics))
+	return s.sorted()
+}
+
+// serviceName is the MMV file all metrics come from (mmv.<file>.<metric>),
+// else "pcp".
+func serviceName(metrics []source.Metric) string {
+	app := ""
+	for i := range metrics {
+		rest, ok := strings.CutPrefix(metrics[i].Name, "mmv.")
+		file, _, dot := strings.Cut(rest, ".")
+		if !ok || !dot || (app != "" && file != app) {
+			return "pcp"
 		}
-		s.set("instname", validUTF8(inst.Name))
-		s.set("instid", instIDString(inst.ID))
-		attrs = s.sorted()
+		app = file
 	}
-	return resource, attrs
+	if app == "" {
+		return "pcp"
+	}
+	return app
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -27,6 +28,10 @@ import (
 type Series struct {
 	Labels []mapping.LabelPair
 	Family *mapping.Family
+	// Resource and Attrs are the series' OpenTelemetry resource and
+	// data-point attributes (mapping.Resource, Family.Attributes; an info
+	// metric's value included), as the live push gives them.
+	Resource, Attrs []mapping.LabelPair
 	// ID numbers the series of a run densely from 0, in order of
 	// appearance: sinks keep their per-series state in slices by it.
 	ID int
@@ -108,6 +113,10 @@ type Options struct {
 	// TempDir holds the OpenMetrics writer's temporary files (default:
 	// the system's); see WriteOpenMetrics.
 	TempDir string
+	// NoTargetInfo leaves target_info out (lean labels write it at every
+	// sample time): for a sink that carries the target labels another way,
+	// OTLP's resource.
+	NoTargetInfo bool
 }
 
 // Stats counts what a backfill read and wrote. Read = Written + Rejected +
@@ -147,6 +156,9 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 	if len(opts.Archives) == 0 {
 		return st, errors.New("backfill: no archive")
 	}
+	if _, ok := sink.(*OTLPSink); ok {
+		opts.NoTargetInfo = true // the resource carries the target labels
+	}
 	if opts.Mapper == nil {
 		m, err := mapping.New(nil, mapping.Options{})
 		if err != nil {
@@ -155,6 +167,9 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 		opts.Mapper = m
 	}
 	r := &run{opts: opts, st: &st, byLabels: map[string]*Series{}, w: startWriter(ctx, sink, opts.FailFast)}
+	for _, a := range opts.Archives {
+		r.targets = append(r.targets, opts.Mapper.TargetLabels(a.Metrics(), nil))
+	}
 	var err error
 	if opts.Step > 0 {
 		err = r.step(ctx)
@@ -287,10 +302,26 @@ type run struct {
 	byPMID   map[semantics.PMID][]int
 	names    *source.InstanceNames // of the current source
 	src      source.InstanceLister
+	// targets are the archives' target labels (the labels that tell them
+	// apart stay on the series); resource is the current source's
+	// OpenTelemetry resource; info its target_info series (nil: none),
+	// written at infoT, the newest sample time so far in milliseconds, and
+	// at every later one (never twice in one millisecond: raw samples need
+	// not come in order, and several may share a millisecond).
+	targets  [][]mapping.LabelPair
+	resource []mapping.LabelPair
+	info     *Series
+	infoT    int64 // milliseconds
 }
 
 func (r *run) mapFamilies(metrics []source.Metric) {
-	fams, skipped := r.opts.Mapper.MapAll(metrics, nil)
+	target := r.opts.Mapper.TargetLabels(metrics, nil)
+	r.resource = mapping.Resource(metrics, target)
+	fams, skipped := r.opts.Mapper.MapSource(metrics, target, mapping.NewNamespace(r.targets...))
+	r.info, r.infoT = nil, math.MinInt64
+	if r.opts.Mapper.Lean() && !r.opts.NoTargetInfo && len(target) > 0 && (r.opts.Families == nil || r.opts.Families[mapping.TargetInfoName]) {
+		r.info = r.seriesOf(append([]mapping.LabelPair{{Name: "__name__", Value: mapping.TargetInfoName}}, target...), mapping.TargetInfo(), nil)
+	}
 	for _, s := range skipped {
 		r.st.Skipped["metric_"+string(s.Reason)]++
 	}
@@ -334,10 +365,21 @@ func (r *run) lookup(fi int, inst int32, info string, t time.Time) *Series {
 		return s
 	}
 	ls := append([]mapping.LabelPair{{Name: "__name__", Value: f.Name}}, f.Labels(in)...)
+	attrs := f.Attributes(in)
 	if f.Type == mapping.Info {
 		ls = append(ls, mapping.LabelPair{Name: mapping.InfoValueLabel, Value: info})
+		attrs = append(attrs, mapping.LabelPair{Name: mapping.InfoValueLabel, Value: info})
 	}
+	s := r.seriesOf(ls, f, attrs)
+	r.series[k] = s
+	return s
+}
+
+// seriesOf returns the series of a label set (sorted here), making it on
+// first use: series with the same labels are one, whatever the source.
+func (r *run) seriesOf(ls []mapping.LabelPair, f *mapping.Family, attrs []mapping.LabelPair) *Series {
 	ls = withLabels(ls, r.opts.Labels)
+	attrs = withLabels(attrs, r.opts.Labels)
 	sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
 	var key strings.Builder
 	for _, l := range ls {
@@ -348,10 +390,9 @@ func (r *run) lookup(fi int, inst int32, info string, t time.Time) *Series {
 	}
 	s := r.byLabels[key.String()]
 	if s == nil {
-		s = &Series{Labels: ls, Family: f, ID: len(r.byLabels)}
+		s = &Series{Labels: ls, Family: f, Resource: r.resource, Attrs: attrs, ID: len(r.byLabels)}
 		r.byLabels[key.String()] = s
 	}
-	r.series[k] = s
 	return s
 }
 
@@ -397,6 +438,11 @@ func (r *run) emit(fi, pos int, inst int32, v semantics.Value, t time.Time) erro
 		r.st.Last = t
 	}
 	r.st.Progress = t
+	if ms := t.UnixMilli(); r.info != nil && ms > r.infoT {
+		r.infoT = ms
+		r.st.Read++
+		r.batch = append(r.batch, Sample{Series: r.info, T: ms, V: 1})
+	}
 	r.batch = append(r.batch, Sample{Series: s, T: t.UnixMilli(), V: val})
 	if len(r.batch) >= batchSize {
 		return r.flush()

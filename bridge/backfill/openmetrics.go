@@ -126,6 +126,9 @@ func familyNames(opts Options) ([]string, error) {
 	for _, f := range fams {
 		names = append(names, f.Name)
 	}
+	if m.Lean() {
+		names = append(names, mapping.TargetInfoName)
+	}
 	return names, nil
 }
 

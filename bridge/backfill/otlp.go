@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
-	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
@@ -22,10 +22,6 @@ type Exporter interface {
 	Export(context.Context, *metricdata.ResourceMetrics) error
 	Shutdown(context.Context) error
 }
-
-// resourceLabels are the series labels that describe the source host: they
-// go to the OTLP resource, with their semantic-convention names.
-var resourceLabels = map[string]string{"hostname": string(semconv.HostNameKey), "machineid": string(semconv.HostIDKey), "domainname": "host.domain"}
 
 // OTLPSink sends samples with their original timestamps through an OTLP
 // exporter: counters as monotonic cumulative sums (start time: the series'
@@ -67,25 +63,20 @@ func (s *OTLPSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
 	for i := range batch {
 		smp := &batch[i]
 		f := smp.Series.Family
-		var resAttrs, attrs []attribute.KeyValue
-		for _, l := range smp.Series.Labels {
-			if l.Name == "__name__" {
-				continue
-			}
-			if rn, ok := resourceLabels[l.Name]; ok {
-				resAttrs = append(resAttrs, attribute.String(rn, l.Value))
-				continue
-			}
-			attrs = append(attrs, attribute.String(l.Name, l.Value))
+		if f.Name == mapping.TargetInfoName {
+			continue // the resource
 		}
-		resAttrs = append(resAttrs, semconv.ServiceName("pcp-exporter"))
-		rset := attribute.NewSet(resAttrs...)
-		rkey := rset.Encoded(attribute.DefaultEncoder())
+		// the live push's resource and attributes (one mapping)
+		rkey := resourceKey(smp.Series.Resource)
 		if _, ok := resources[rkey]; !ok {
-			resources[rkey] = resource.NewSchemaless(resAttrs...)
+			resources[rkey] = bridge.ResourceOf(smp.Series.Resource)
 			resOrder = append(resOrder, rkey)
 		}
 		points[rkey]++
+		attrs := make([]attribute.KeyValue, len(smp.Series.Attrs))
+		for i, l := range smp.Series.Attrs {
+			attrs[i] = attribute.String(l.Name, l.Value)
+		}
 		k := key{rkey, f.PCPName}
 		m := metrics[k]
 		if m == nil {
@@ -169,6 +160,18 @@ func partialSuccess(err error) (rejected int, msg string, ok bool) {
 	}
 	n, _ := strconv.Atoi(m[2])
 	return n, "OTLP partial success: " + m[1], true
+}
+
+// resourceKey identifies a resource's attributes.
+func resourceKey(attrs []mapping.LabelPair) string {
+	var b strings.Builder
+	for _, p := range attrs {
+		b.WriteString(p.Name)
+		b.WriteByte(0)
+		b.WriteString(p.Value)
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // Close shuts the exporter down.

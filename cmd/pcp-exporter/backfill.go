@@ -28,20 +28,21 @@ import (
 const backfillGOGC = 300
 
 type backfillFlags struct {
-	archives []string
-	output   string
-	step     time.Duration
-	raw      bool
-	start    string
-	finish   string
-	interp   string
-	mapping  string
-	naming   string
-	derived  *derivedFlags
-	quiet    bool
-	labels   []string
-	failFast bool
-	timeout  time.Duration
+	archives   []string
+	output     string
+	step       time.Duration
+	raw        bool
+	start      string
+	finish     string
+	interp     string
+	mapping    string
+	naming     string
+	fullLabels bool
+	derived    *derivedFlags
+	quiet      bool
+	labels     []string
+	failFast   bool
+	timeout    time.Duration
 
 	otlpInsecure bool
 	otlpHeaders  map[string]string
@@ -62,6 +63,7 @@ func backfillCommand() command {
 			cmd.Flag("interp", "Interpolation rule with --step: nearest or prior.").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
 			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mapping)
 			cmd.Flag("naming", "Naming: default or pmproxy (as for serve).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
+			fullLabelsFlag(cmd, &f.fullLabels)
 			cmd.Flag("quiet", "No progress display.").BoolVar(&f.quiet)
 			cmd.Flag("label", "A label added to every series, replacing a mapped one of the same name (NAME=VALUE, repeatable): job and instance join backfilled series with scraped ones.").PlaceHolder("NAME=VALUE").StringsVar(&f.labels)
 			cmd.Flag("fail-fast", "Stop at the first batch the destination rejects (by default it is counted, reported and the backfill goes on).").BoolVar(&f.failFast)
@@ -95,7 +97,7 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		debug.SetGCPercent(backfillGOGC)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	mapper, err := newMapper(f.mapping, f.naming)
+	mapper, err := newMapper(f.mapping, f.naming, f.fullLabels)
 	if err != nil {
 		return err
 	}

@@ -71,13 +71,15 @@ func fetchCommand() command {
 			format := cmd.Flag("format", "Output format: csv, json or openmetrics (the exposition serve gives, mapped by --naming and --mapping.config).").Default("csv").Enum("csv", "json", "openmetrics")
 			mappingFile := cmd.Flag("mapping.config", "Mapping configuration file for --format openmetrics (as for serve).").PlaceHolder("FILE").String()
 			naming := cmd.Flag("naming", "Naming for --format openmetrics: default or pmproxy (as for serve).").Default("default").Enum("default", "pmproxy")
+			fullLabels := new(bool)
+			fullLabelsFlag(cmd, fullLabels)
 			dflags := addDerivedFlags(cmd)
 			names := cmd.Arg("metric", "Metrics or subtrees to fetch (all when none is given).").Strings()
 			return func() error {
 				var mapper *mapping.Mapper
 				if *format == "openmetrics" {
 					var err error
-					if mapper, err = newMapper(*mappingFile, *naming); err != nil {
+					if mapper, err = newMapper(*mappingFile, *naming, *fullLabels); err != nil {
 						return err
 					}
 				}
@@ -91,7 +93,7 @@ func fetchCommand() command {
 					return err
 				}
 				if mapper != nil {
-					return fetchOpenMetrics(os.Stdout, src, mf.path, *names, mapper, logger)
+					return fetchOpenMetrics(os.Stdout, src, mf.path, *names, mapper, logger, mmvContext())
 				}
 				return fetchValues(os.Stdout, src, *names, *format)
 			}
@@ -360,12 +362,12 @@ func (s selectedSource) Unwrap() source.Source { return s.Source }
 // fetchOpenMetrics fetches the selected metrics once and writes them as the
 // OpenMetrics exposition serve gives for the source (mapped families, no
 // self-metrics), ended by # EOF.
-func fetchOpenMetrics(w io.Writer, src source.Source, name string, args []string, mapper *mapping.Mapper, logger *slog.Logger) error {
+func fetchOpenMetrics(w io.Writer, src source.Source, name string, args []string, mapper *mapping.Mapper, logger *slog.Logger, context []mapping.LabelPair) error {
 	metrics, err := selectMetrics(src.Metrics(), args)
 	if err != nil {
 		return err
 	}
-	col := bridge.New(mapper, logger, bridge.Source{Name: name, Src: selectedSource{src, metrics}})
+	col := bridge.New(mapper, logger, bridge.Source{Name: name, Src: selectedSource{src, metrics}, Context: context})
 	bw := bufio.NewWriter(w)
 	if err := col.WriteOpenMetrics(bw); err != nil {
 		return fmt.Errorf("openmetrics: %w", err)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
+
+	"github.com/pcp-exporter/pcp-exporter/mapping"
 )
 
 var (
@@ -153,12 +155,12 @@ func TestFetchOpenMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer src.Close()
-			mapper, err := newMapper("", tc.naming)
+			mapper, err := newMapper("", tc.naming, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			if err := fetchOpenMetrics(&out, src, tc.path, tc.metrics, mapper, nil); err != nil {
+			if err := fetchOpenMetrics(&out, src, tc.path, tc.metrics, mapper, nil, []mapping.LabelPair{{Name: "hostname", Value: "testhost"}}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := omCheck(out.Bytes()); err != nil {

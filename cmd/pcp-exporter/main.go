@@ -23,7 +23,7 @@ type command struct {
 
 // commands returns the subcommands, in the order help lists them.
 func commands() []command {
-	return []command{backfillCommand(), dumpCommand(), fetchCommand(), infoCommand(), replayCommand(), serveCommand()}
+	return []command{backfillCommand(), dumpCommand(), fetchCommand(), infoCommand(), mappingCommand(), replayCommand(), serveCommand()}
 }
 
 // usageError marks an error as bad usage (exit status 2).

@@ -148,12 +148,9 @@ func (f *otlpFlags) exporter(ctx context.Context) (sdkmetric.Exporter, error) {
 
 // startPush starts pushing srcs with a periodic reader; export failures are
 // retried by the exporter, logged, and counted in
-// pcp_exporter_otlp_export_errors_total, and serving goes on.
-func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, srcs []bridge.Source, mapper *mapping.Mapper) (func(), error) {
-	exp, err := f.exporter(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("otlp: %w", err)
-	}
+// pcp_exporter_otlp_export_errors_total, and serving goes on. It returns
+// the producers (one per source), which a reload reconfigures.
+func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, srcs []bridge.Source, mapper *mapping.Mapper) (func(), []*bridge.OTelProducer, error) {
 	errCount := prometheus.NewCounter(prometheus.CounterOpts{Name: "pcp_exporter_otlp_export_errors_total", Help: "OTLP pushes that failed (after the exporter's retries)."})
 	if reg != nil {
 		reg.MustRegister(errCount)
@@ -162,18 +159,33 @@ func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prom
 		errCount.Inc()
 		logger.Warn("OTLP push failed", "err", err)
 	}))
-	var metrics = srcs[0].Src.Metrics()
-	reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(f.interval), sdkmetric.WithTimeout(f.timeout),
-		sdkmetric.WithProducer(bridge.NewOTelProducer(mapper, logger, srcs...)))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(bridge.Resource(metrics)))
-	logger.Info("pushing metrics over OTLP", "protocol", f.protocol, "endpoint", f.endpoint, "interval", f.interval)
-	return func() {
+	// one provider per source: each source is a resource of its own
+	// (host.name, service.name, ...)
+	var mps []*sdkmetric.MeterProvider
+	var producers []*bridge.OTelProducer
+	stop := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 		defer cancel()
-		if err := mp.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
-			logger.Warn("OTLP shutdown", "err", err)
+		for _, mp := range mps {
+			if err := mp.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
+				logger.Warn("OTLP shutdown", "err", err)
+			}
 		}
-	}, nil
+	}
+	for _, src := range srcs {
+		exp, err := f.exporter(ctx)
+		if err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("otlp: %w", err)
+		}
+		producer := bridge.NewOTelProducer(mapper, logger, src)
+		producers = append(producers, producer)
+		reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(f.interval), sdkmetric.WithTimeout(f.timeout),
+			sdkmetric.WithProducer(producer))
+		mps = append(mps, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(bridge.Resource(mapper, src))))
+	}
+	logger.Info("pushing metrics over OTLP", "protocol", f.protocol, "endpoint", f.endpoint, "interval", f.interval)
+	return stop, producers, nil
 }
 
 // addServeOTLP adds the OTLP push flags to serve and the push to its start.
@@ -189,10 +201,13 @@ func addServeOTLP(cmd *kingpin.CmdClause, sf *serveFlags) {
 		if err != nil {
 			return nil, err
 		}
-		stop, err := f.startPush(ctx, logger, reg, srcs, mapper)
+		stop, producers, err := f.startPush(ctx, logger, reg, srcs, mapper)
 		if err != nil {
 			closeSrcs()
 			return nil, err
+		}
+		for _, p := range producers {
+			sf.reconfigurables = append(sf.reconfigurables, p)
 		}
 		return func() { stop(); closeSrcs() }, nil
 	})

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -220,14 +221,14 @@ func TestOTLPPushToCollector(t *testing.T) {
 	}
 	defer rp.Close()
 	at := rp.Start().Add(20 * time.Second)
-	mapper, err := newMapper("", "default")
+	mapper, err := newMapper("", "default", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ protocol, endpoint string }{{"grpc", grpcAddr}, {"http/protobuf", "http://" + httpAddr}} {
 		f := &otlpFlags{endpoint: c.endpoint, protocol: c.protocol, interval: time.Hour, timeout: 5 * time.Second, insecure: true}
-		srcs := []bridge.Source{{Name: "mmv", Src: d}, {Name: "seed", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}}
-		stop, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil, srcs, mapper)
+		srcs := []bridge.Source{{Name: "mmv", Src: d, Context: mmvContext()}, {Name: "seed", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}}
+		stop, _, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil, srcs, mapper)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,13 +238,16 @@ func TestOTLPPushToCollector(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		pts = readOTLPFile(t, out)
-		n := 0
+		n, m := 0, 0
 		for _, p := range pts {
-			if p.metric == "mmv.app.requests" {
+			switch p.metric {
+			case "mmv.app.requests":
 				n++
+			case "seed.counter":
+				m++
 			}
 		}
-		if n >= 2 || time.Now().After(deadline) {
+		if (n >= 2 && m >= 2) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -288,8 +292,13 @@ func TestOTLPPushToCollector(t *testing.T) {
 			if c.start == 0 && c.kind == "sum" && (p.start == 0 || p.start > p.time) {
 				t.Errorf("%s: start time %d after time %d", c.metric, p.start, p.time)
 			}
-			if p.resource["service.name"] != "pcp-exporter" {
-				t.Errorf("%s: resource %v lacks service.name", c.metric, p.resource)
+			host, _ := os.Hostname()
+			want := map[string]string{"host.name": host, "service.instance.id": host, "service.name": "app", "pcp.agent": "mmv"}
+			if strings.HasPrefix(c.metric, "seed.") {
+				want = map[string]string{"host.name": "corpus-host", "service.instance.id": "corpus-host", "service.name": "pcp"}
+			}
+			if !reflect.DeepEqual(p.resource, want) {
+				t.Errorf("%s: resource %v, want %v", c.metric, p.resource, want)
 			}
 		}
 	}
@@ -348,6 +357,85 @@ func TestBackfillOTLPToCollector(t *testing.T) {
 		if want[k] == 0 {
 			t.Errorf("unexpected point %s", k)
 		}
+	}
+}
+
+// TestOTLPPushAndBackfillAgree pushes a replay of the corpus live archive
+// and backfills the same archive by OTLP, each into a real collector: every
+// metric has the same resource attributes and the same data-point
+// attribute sets both ways (one mapping).
+func TestOTLPPushAndBackfillAgree(t *testing.T) {
+	pushAddr, _, pushOut := otelcol(t)
+	backAddr, _, backOut := otelcol(t)
+	path := filepath.Join(corpus, "archives", "live", "live")
+	a, err := archive.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rp.Close()
+	at := rp.Start().Add(90 * time.Second)
+	mapper, err := newMapper("", "default", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &otlpFlags{endpoint: pushAddr, protocol: "grpc", interval: time.Hour, timeout: 5 * time.Second, insecure: true}
+	stop, _, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil,
+		[]bridge.Source{{Name: "live", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}}, mapper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	bf := &backfillFlags{archives: []string{path}, output: "otlp-grpc:" + backAddr, otlpInsecure: true, naming: "default", quiet: true}
+	var stderr bytes.Buffer
+	if err := runBackfill(bf, &stderr); err != nil {
+		t.Fatalf("backfill: %v\n%s", err, stderr.String())
+	}
+	// metric -> resource and attribute sets, as JSON text
+	shape := func(out string, min int) (map[string]string, map[string]map[string]bool) {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			res, attrs := map[string]string{}, map[string]map[string]bool{}
+			pts := readOTLPFile(t, out)
+			for _, p := range pts {
+				r, _ := json.Marshal(p.resource)
+				res[p.metric] = string(r)
+				a, _ := json.Marshal(p.attrs)
+				if attrs[p.metric] == nil {
+					attrs[p.metric] = map[string]bool{}
+				}
+				attrs[p.metric][string(a)] = true
+			}
+			if len(res) >= min || time.Now().After(deadline) {
+				return res, attrs
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	pres, pattrs := shape(pushOut, 40)
+	bres, battrs := shape(backOut, len(pres))
+	if len(pres) < 40 {
+		t.Fatalf("push: %d metrics", len(pres))
+	}
+	for m, r := range pres {
+		if bres[m] != r {
+			t.Errorf("%s: resource %s pushed, %s backfilled", m, r, bres[m])
+		}
+		for a := range pattrs[m] {
+			if !battrs[m][a] {
+				t.Errorf("%s: attributes %s pushed, not backfilled (backfilled: %v)", m, a, battrs[m])
+			}
+		}
+	}
+	const wantRes = `{"host.id":"3d1219c7c4c5404aaa1f6d2a48adfda4","host.name":"vm","pcp.domainname":"localdomain","pcp.groupid":"0","pcp.userid":"0","service.instance.id":"vm","service.name":"pcp"}`
+	if r := pres["kernel.all.load"]; r != wantRes {
+		t.Errorf("kernel.all.load resource %s, want %s", r, wantRes)
+	}
+	if a := pattrs["kernel.all.load"]; !a[`{"instname":"1 minute"}`] || len(a) != 3 {
+		t.Errorf("kernel.all.load attributes %v, want one instname each", a)
 	}
 }
 

@@ -58,11 +58,14 @@ type serveFlags struct {
 	interp      string
 	mappingFile string
 	naming      string
+	fullLabels  bool
 	maxRequests int
 	derived     *derivedFlags
 	// otlpStarters start pushes next to /metrics; open opens sources of
 	// their own.
 	otlpStarters []func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error)
+	// reconfigurables are reloaded with the collector (the OTLP pushes).
+	reconfigurables []reconfigurable
 }
 
 func serveCommand() command {
@@ -88,6 +91,7 @@ func serveCommand() command {
 			cmd.Flag("replay.interp", "Interpolation rule for instant and discrete metrics: nearest or prior.").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
 			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels).").PlaceHolder("FILE").StringVar(&f.mappingFile)
 			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units) or pmproxy (as pmproxy's /metrics).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
+			fullLabelsFlag(cmd, &f.fullLabels)
 			f.derived = addDerivedFlags(cmd)
 			addServeOTLP(cmd, f)
 			return func() error { return runServe(f) }
@@ -95,8 +99,9 @@ func serveCommand() command {
 	}
 }
 
-// newMapper builds the mapper of --mapping.config and --naming.
-func newMapper(file, naming string) (*mapping.Mapper, error) {
+// newMapper builds the mapper of --mapping.config, --naming and (when
+// set) --mapping.full-labels.
+func newMapper(file, naming string, fullLabels bool) (*mapping.Mapper, error) {
 	var cfg *mapping.Config
 	if file != "" {
 		c, err := mapping.LoadConfig(file)
@@ -109,7 +114,21 @@ func newMapper(file, naming string) (*mapping.Mapper, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	return mapping.New(cfg, mapping.Options{Naming: &n})
+	opts := mapping.Options{Naming: &n}
+	if fullLabels {
+		opts.FullLabels = &fullLabels
+	}
+	return mapping.New(cfg, opts)
+}
+
+// mmvContext is the context of live MMV files, which have no PCP context
+// labels of their own (pmcd would add them): the exporter's hostname.
+func mmvContext() []mapping.LabelPair {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return nil
+	}
+	return []mapping.LabelPair{{Name: "hostname", Value: h}}
 }
 
 // extractDemo writes the embedded demo archive to a temporary directory.
@@ -206,13 +225,13 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 		closeAll()
 		return nil, nil, err
 	}
-	srcs = append(srcs, bridge.Source{Name: f.mmvDir, Src: src})
+	srcs = append(srcs, bridge.Source{Name: f.mmvDir, Src: src, Context: mmvContext()})
 	return srcs, closeAll, nil
 }
 
 func runServe(f *serveFlags) error {
 	logger := promslog.New(&f.log)
-	mapper, err := newMapper(f.mappingFile, f.naming)
+	mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels)
 	if err != nil {
 		return err
 	}
@@ -240,7 +259,10 @@ func runServe(f *serveFlags) error {
 		defer stopPush()
 	}
 
+	rl := newReloader(f, col, logger, reg)
+	rl.watch(ctx)
 	mux := http.NewServeMux()
+	mux.HandleFunc("/-/reload", rl.handle)
 	mux.Handle(f.telemetry, col.Handler(reg, full, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,

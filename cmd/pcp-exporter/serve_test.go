@@ -42,10 +42,18 @@ func TestMain(m *testing.M) {
 // startExporter runs `pcp-exporter args...` and waits until addr answers.
 func startExporter(t *testing.T, client *http.Client, base string, args ...string) *bytes.Buffer {
 	t.Helper()
+	var out bytes.Buffer
+	startExporterTo(t, &out, client, base, args...)
+	return &out
+}
+
+// startExporterTo is startExporter writing the exporter's output to out; it
+// returns the running command.
+func startExporterTo(t *testing.T, out io.Writer, client *http.Client, base string, args ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "PCP_EXPORTER_TEST_MAIN=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +72,10 @@ func startExporter(t *testing.T, client *http.Client, base string, args ...strin
 		resp, err := client.Get(base + "/-/healthy")
 		if err == nil {
 			resp.Body.Close()
-			return &out
+			return cmd
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("exporter not up: %v\n%s", err, out.String())
+			t.Fatalf("exporter not up: %v\n%s", err, out)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -136,7 +144,7 @@ func TestServeTLSAndBasicAuth(t *testing.T) {
 		t.Errorf("wrong password: status %d, want 401", code)
 	}
 	code, body := get(base+"/metrics", "prom", "s3cret")
-	if code != http.StatusOK || !strings.Contains(body, "seed_total{") {
+	if code != http.StatusOK || !strings.Contains(body, "seed_total ") {
 		t.Errorf("authenticated: status %d, body lacks seed_total:\n%.400s", code, body)
 	}
 	plain := &http.Client{Timeout: 5 * time.Second}

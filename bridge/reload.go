@@ -1,0 +1,71 @@
+package bridge
+
+import (
+	"fmt"
+
+	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// Reconfigure swaps the collector's mapper and, when srcs is not nil, its
+// sources' readers (the same sources with other derived metrics, one per
+// source in order) between two scrapes; the next read maps everything
+// again. The readers replaced are not closed.
+func (c *Collector) Reconfigure(mapper *mapping.Mapper, srcs []source.Source) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if srcs != nil && len(srcs) != len(c.sources) {
+		return fmt.Errorf("reconfigure: %d sources for %d", len(srcs), len(c.sources))
+	}
+	c.mapper = mapper
+	c.pmproxyFloats = mapper.Naming() == mapping.NamingPmproxy
+	for i, s := range c.sources {
+		if srcs != nil {
+			s.Src = srcs[i]
+		}
+		s.sig = 0 // remap at the next read
+		s.text = textCache{}
+	}
+	return nil
+}
+
+// Sources returns the readers of the collector's sources, in order.
+func (c *Collector) Sources() []source.Source {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]source.Source, len(c.sources))
+	for i, s := range c.sources {
+		out[i] = s.Src
+	}
+	return out
+}
+
+// Reconfigure swaps the producer's mapper and, when srcs is not nil, its
+// sources' readers (as Collector.Reconfigure) between two collections.
+func (p *OTelProducer) Reconfigure(mapper *mapping.Mapper, srcs []source.Source) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if srcs != nil && len(srcs) != len(p.sources) {
+		return fmt.Errorf("reconfigure: %d sources for %d", len(srcs), len(p.sources))
+	}
+	for i := range p.sources {
+		if srcs != nil {
+			p.sources[i].Src = srcs[i]
+		}
+	}
+	p.conv.mu.Lock()
+	p.conv.mapper = mapper
+	p.conv.mu.Unlock()
+	return nil
+}
+
+// Sources returns the readers of the producer's sources, in order.
+func (p *OTelProducer) Sources() []source.Source {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]source.Source, len(p.sources))
+	for i, s := range p.sources {
+		out[i] = s.Src
+	}
+	return out
+}

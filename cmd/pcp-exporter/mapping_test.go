@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestMappingGolden checks the mapping command's table and JSON over the
+// demo recording, corpus archives and MMV files, lean and full labels and
+// both namings, against golden files (-update rewrites them).
+func TestMappingGolden(t *testing.T) {
+	host, _ := os.Hostname()
+	for _, tc := range []struct {
+		name     string
+		mmv      string
+		archives []string
+		format   string
+		naming   string
+		full     bool
+		metrics  []string
+	}{
+		{name: "demo.txt", archives: []string{"demo/live"}, format: "table", naming: "default"},
+		{name: "demo.json", archives: []string{"demo/live"}, format: "json", naming: "default"},
+		{name: "demo-full.txt", archives: []string{"demo/live"}, format: "table", naming: "default", full: true, metrics: []string{"disk", "kernel.all.load"}},
+		{name: "demo-pmproxy.txt", archives: []string{"demo/live"}, format: "table", naming: "pmproxy", metrics: []string{"disk", "kernel.all.load", "kernel.uname"}},
+		{name: "types.txt", archives: []string{filepath.Join(corpus, "archives", "types", "types_v3")}, format: "table", naming: "default"},
+		{name: "mmv.json", mmv: filepath.Join(mmvCorpus, "corpusv3"), format: "json", naming: "default"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &mappingFlags{mmv: &mmvFlags{path: tc.mmv}, archives: tc.archives, naming: tc.naming, fullLabels: tc.full, format: tc.format, derived: &derivedFlags{}, metrics: tc.metrics}
+			var out bytes.Buffer
+			if err := runMapping(&out, f); err != nil {
+				t.Fatal(err)
+			}
+			got := out.Bytes()
+			if host != "" && tc.mmv != "" {
+				got = bytes.ReplaceAll(got, []byte(`"`+host+`"`), []byte(`"HOSTNAME"`))
+			}
+			if tc.format == "json" {
+				var doc mappingDoc
+				if err := json.Unmarshal(got, &doc); err != nil || len(doc.Metrics) == 0 {
+					t.Fatalf("not the mapping's JSON: %v", err)
+				}
+			}
+			golden := filepath.Join("testdata", "mapping", tc.name)
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("mapping output differs from %s (run with -update after checking):\n%s", golden, got)
+			}
+		})
+	}
+	if got := run([]string{"mapping"}); got != 2 {
+		t.Errorf("mapping without a source: exit %d, want 2", got)
+	}
+}
