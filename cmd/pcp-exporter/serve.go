@@ -186,7 +186,7 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 			closeAll()
 			return nil, nil, err
 		}
-		start, err := parseWhen(f.replayStart, rp.Start())
+		start, err := parseWhen("replay.start", f.replayStart, rp.Start())
 		if err != nil {
 			rp.Close()
 			closeAll()
@@ -251,7 +251,7 @@ func runServe(f *serveFlags) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	logger := promslog.New(&f.log)
+	logger := clipLogger(promslog.New(&f.log))
 	mapper, err := newMapper(f.mappingFile, f.naming)
 	if err != nil {
 		return err
