@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -73,6 +74,10 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"replay", "--start=+1000h", arch}, "is after the end of the archives"},
 		{[]string{"replay", "--finish=2001-01-01T00:00:00Z", arch}, "--finish 2001-01-01T00:00:00Z is before the start of the archives"},
 		{[]string{"replay", "--start=soon", arch}, `--start="soon": want RFC 3339 or +DURATION`},
+		{[]string{"serve", "--replay.speed=abc"}, `--replay.speed="abc": strconv.ParseFloat`},
+		{[]string{"serve", "--web.read-timeout=xx"}, `--web.read-timeout="xx": time: invalid duration`},
+		{[]string{"serve", "--naming=foo"}, `--naming="foo": enum value must be one of`},
+		{[]string{"replay", "--interval=q", arch}, `--interval="q": time: invalid duration`},
 		{[]string{"backfill", "--step=0s", "--output=openmetrics:" + filepath.Join(t.TempDir(), "o"), arch}, "--step=0s: want a positive duration"},
 		{[]string{"backfill", "--step=-1s", "--output=openmetrics:" + filepath.Join(t.TempDir(), "o"), arch}, "--step=-1s"},
 		{[]string{"backfill", "--start=+1000h", "--output=openmetrics:" + filepath.Join(t.TempDir(), "o"), arch}, "is after the end of the archives"},
@@ -111,4 +116,17 @@ func TestHugeInputsClipped(t *testing.T) {
 		}
 	}
 	t.Logf("%d bytes of log:\n%.600s", len(stderr), stderr)
+}
+
+// TestFetchFIFORefused: fetch --mmv of a FIFO answers at once (it used to
+// wait for a writer forever).
+func TestFetchFIFORefused(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "app")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	code, stderr := runCLI(t, nil, "fetch", "--mmv", fifo)
+	if code != 1 || !strings.Contains(stderr, fifo+": not a regular file (a FIFO)") {
+		t.Errorf("fetch --mmv FIFO: exit %d: %s", code, stderr)
+	}
 }
