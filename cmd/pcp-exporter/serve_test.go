@@ -143,6 +143,16 @@ func TestServeTLSAndBasicAuth(t *testing.T) {
 	if code, _ := get(base+"/metrics", "prom", "wrong"); code != http.StatusUnauthorized {
 		t.Errorf("wrong password: status %d, want 401", code)
 	}
+	// the chart's probes with basic auth on send the Authorization header
+	// (values.yaml): the health paths answer with it and not without
+	for _, p := range []string{"/-/healthy", "/-/ready"} {
+		if code, _ := get(base+p, "", ""); code != http.StatusUnauthorized {
+			t.Errorf("%s without credentials: status %d, want 401", p, code)
+		}
+		if code, body := get(base+p, "prom", "s3cret"); code != http.StatusOK {
+			t.Errorf("%s with credentials: status %d: %s", p, code, body)
+		}
+	}
 	code, body := get(base+"/metrics", "prom", "s3cret")
 	if code != http.StatusOK || !strings.Contains(body, "seed_total{") {
 		t.Errorf("authenticated: status %d, body lacks seed_total:\n%.400s", code, body)
