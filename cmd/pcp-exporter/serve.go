@@ -320,6 +320,7 @@ func runServe(f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	listeners = logFailedLogins(server, listeners, logger, 10*time.Second)
 	logger.Info("starting pcp-exporter", "version", version.Info(), "sources", len(srcs),
 		"read_timeout", f.http.readTimeout, "write_timeout", f.http.writeTimeout, "idle_timeout", f.http.idleTimeout, "max_connections", f.http.maxConns)
 	errc := make(chan error, 1)

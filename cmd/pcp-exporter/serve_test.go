@@ -121,7 +121,7 @@ func TestServeTLSAndBasicAuth(t *testing.T) {
 	addr := e2e.FreeAddr(t)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
 	base := "https://" + addr
-	startExporter(t, client, base, "serve", "--web.listen-address="+addr, "--web.config.file="+webCfg,
+	out := startExporter(t, client, base, "serve", "--web.listen-address="+addr, "--web.config.file="+webCfg,
 		"--archive="+filepath.Join(corpus, "archives", "seedtables", "seedtables"), "--replay.loop")
 
 	get := func(url, user, pass string) (int, string) {
@@ -152,6 +152,16 @@ func TestServeTLSAndBasicAuth(t *testing.T) {
 		if code, body := get(base+p, "prom", "s3cret"); code != http.StatusOK {
 			t.Errorf("%s with credentials: status %d: %s", p, code, body)
 		}
+	}
+	// failed logins are logged, one line per 10 s with the count
+	for range 20 {
+		get(base+"/metrics", "mallory", "guess")
+	}
+	if n := strings.Count(out.String(), "failed login"); n < 1 || n > 2 {
+		t.Errorf("%d log lines for 21 failed logins in a few ms, want 1 (2 across a 10 s boundary):\n%s", n, out.String())
+	}
+	if strings.Contains(out.String(), "DATA RACE") {
+		t.Errorf("race in the exporter:\n%s", out.String())
 	}
 	code, body := get(base+"/metrics", "prom", "s3cret")
 	if code != http.StatusOK || !strings.Contains(body, "seed_total{") {

@@ -186,6 +186,83 @@ func listenOne(addr string) (net.Listener, error) {
 	return vsock.Listen(p, nil)
 }
 
+// logFailedLogins makes server log refused credentials (a 401 answer to a
+// request that sent some), at most one line per interval with the count
+// since the last one. The toolkit answers them itself, in the handler it
+// puts around server.Handler when it starts serving (web.Serve), before
+// any handler of ours: the listener's first Accept, which the serving
+// goroutine calls after that, puts this log around the toolkit's handler.
+// With several listeners the toolkit's goroutines each wrap the handler
+// at once, so failed logins are logged for one listener only.
+func logFailedLogins(server *http.Server, ls []net.Listener, logger *slog.Logger, interval time.Duration) []net.Listener {
+	if len(ls) != 1 {
+		return ls
+	}
+	fl := &failedLogins{logger: logger, interval: interval}
+	return []net.Listener{&hookListener{Listener: ls[0], hook: func() {
+		fl.next = server.Handler
+		server.Handler = fl
+	}}}
+}
+
+type hookListener struct {
+	net.Listener
+	once sync.Once
+	hook func()
+}
+
+func (l *hookListener) Accept() (net.Conn, error) {
+	l.once.Do(l.hook)
+	return l.Listener.Accept()
+}
+
+// failedLogins logs the requests that next refuses with 401 although they
+// carried credentials.
+type failedLogins struct {
+	next     http.Handler
+	logger   *slog.Logger
+	interval time.Duration
+
+	mu     sync.Mutex
+	last   time.Time
+	missed int
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (fl *failedLogins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	user, _, hasAuth := r.BasicAuth()
+	if !hasAuth {
+		fl.next.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	fl.next.ServeHTTP(sw, r)
+	if sw.code != http.StatusUnauthorized {
+		return
+	}
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if now := time.Now(); now.Sub(fl.last) >= fl.interval {
+		fl.logger.Warn("failed login", "user", user, "remote", r.RemoteAddr, "path", r.URL.Path, "failed_since_last_line", fl.missed+1)
+		fl.last, fl.missed = now, 0
+		return
+	}
+	fl.missed++
+}
+
 // getOnly answers 405 to methods other than GET and HEAD (OPTIONS lists
 // them), as Prometheus's own read-only endpoints do.
 func getOnly(h http.Handler) http.Handler {
