@@ -31,6 +31,7 @@ type backfillFlags struct {
 	archives   []string
 	output     string
 	step       time.Duration
+	stepSet    bool
 	raw        bool
 	start      string
 	finish     string
@@ -56,7 +57,7 @@ func backfillCommand() command {
 			f := &backfillFlags{}
 			cmd.Arg("archive", "Archives (base names, files of an archive, or directories of archives) forming one timeline.").Required().StringsVar(&f.archives)
 			cmd.Flag("output", "Destination: tsdb:DIR, remote-write:URL, otlp-grpc:HOST:PORT, otlp-http:URL or openmetrics:FILE.").Required().StringVar(&f.output)
-			cmd.Flag("step", "Write values interpolated at every multiple of this step (as replay gives them).").DurationVar(&f.step)
+			cmd.Flag("step", "Write values interpolated at every multiple of this step (as replay gives them).").IsSetByUser(&f.stepSet).DurationVar(&f.step)
 			cmd.Flag("raw", "Write every recorded value with its own timestamp (the default when --step is not given).").BoolVar(&f.raw)
 			cmd.Flag("start", "First time: RFC 3339, or +DURATION after the archive's start.").StringVar(&f.start)
 			cmd.Flag("finish", "Last time: RFC 3339, or +DURATION after the archive's start.").StringVar(&f.finish)
@@ -86,6 +87,9 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 	if f.raw && f.step > 0 {
 		return usagef("--raw and --step exclude each other")
 	}
+	if f.step < 0 || (f.stepSet && f.step == 0) {
+		return usagef("--step=%v: want a positive duration (or --raw)", f.step)
+	}
 	kind, dest, ok := strings.Cut(f.output, ":")
 	if !ok || dest == "" {
 		return usagef("--output %q: want tsdb:DIR, remote-write:URL, otlp-grpc:HOST:PORT, otlp-http:URL or openmetrics:FILE", f.output)
@@ -96,7 +100,7 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		// garbage a third as often costs ~20 MB and saves ~4% of the time
 		debug.SetGCPercent(backfillGOGC)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := clipLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	mapper, err := newMapper(f.mapping, f.naming, f.fullLabels)
 	if err != nil {
 		return err
@@ -134,12 +138,27 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		opts.Interp = semantics.InterpPrior
 	}
 	if f.start != "" {
-		if opts.Start, err = parseWhen(f.start, origin); err != nil {
+		if opts.Start, err = parseWhen("start", f.start, origin); err != nil {
 			return err
 		}
 	}
 	if f.finish != "" {
-		if opts.Finish, err = parseWhen(f.finish, origin); err != nil {
+		if opts.Finish, err = parseWhen("finish", f.finish, origin); err != nil {
+			return err
+		}
+	}
+	if f.start != "" || f.finish != "" {
+		var last time.Time
+		for _, a := range as {
+			e, err := a.End()
+			if err != nil {
+				return err
+			}
+			if e.After(last) {
+				last = e
+			}
+		}
+		if err := checkWindow(opts.Start, opts.Finish, origin, last, "start", "finish"); err != nil {
 			return err
 		}
 	}

@@ -83,7 +83,7 @@ func fetchCommand() command {
 						return err
 					}
 				}
-				logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+				logger := clipLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 				src, err := openMMV(mf.path, mf.pidCheck, logger)
 				if err != nil {
 					return err
@@ -128,6 +128,9 @@ func selectMetrics(metrics []source.Metric, args []string) ([]source.Metric, err
 			out = append(out, sorted[i])
 		}
 		if len(out) == n {
+			if len(a) > maxEcho {
+				a = clip(a)
+			}
 			return nil, fmt.Errorf("%s: Unknown metric name", a)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
@@ -35,6 +36,22 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// nameFlag adds the flag and its value to an error of kingpin's that
+// quotes only the value (a number, duration or enum that does not parse).
+func nameFlag(app *kingpin.Application, args []string, err error) error {
+	ctx, perr := app.ParseContext(args)
+	if perr != nil {
+		return err
+	}
+	for _, el := range ctx.Elements {
+		f, ok := el.Clause.(*kingpin.FlagClause)
+		if ok && el.Value != nil && *el.Value != "" && strings.Contains(err.Error(), *el.Value) {
+			return fmt.Errorf("--%s=%s: %w", f.Model().Name, clip(*el.Value), err)
+		}
+	}
+	return err
+}
+
 func run(args []string) int {
 	app := kingpin.New("pcp-exporter", "Bridge Performance Co-Pilot (PCP) MMV files and archives to Prometheus and OpenTelemetry.")
 	// kingpin's Version, with the text made only when asked for (it runs a
@@ -58,7 +75,7 @@ func run(args []string) int {
 	}
 	selected, err := app.Parse(args)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "pcp-exporter: %v\n", err)
+		fmt.Fprintf(os.Stderr, "pcp-exporter: %v\n", nameFlag(app, args, err))
 		return 2
 	}
 	if err := runners[selected](); err != nil {

@@ -59,6 +59,18 @@ func envOr(k, def string) string {
 	return def
 }
 
+// check rejects intervals and timeouts that are not positive, naming the
+// flag and the value.
+func (f *otlpFlags) check() error {
+	if f.interval <= 0 {
+		return usagef("--otlp.interval=%v: want a positive duration", f.interval)
+	}
+	if f.timeout <= 0 {
+		return usagef("--otlp.timeout=%v: want a positive duration", f.timeout)
+	}
+	return nil
+}
+
 // enabled reports whether a push is configured.
 func (f *otlpFlags) enabled() bool {
 	return f.endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != ""
@@ -192,6 +204,9 @@ func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prom
 func addServeOTLP(cmd *kingpin.CmdClause, sf *serveFlags) {
 	f := addOTLPFlags(cmd)
 	sf.otlpStarters = append(sf.otlpStarters, func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error) {
+		if err := f.check(); err != nil {
+			return nil, err
+		}
 		if !f.enabled() {
 			return func() {}, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -38,14 +39,14 @@ func replayCommand() command {
 			f := &replayFlags{}
 			cmd.Flag("start", "First sample time: RFC 3339, or +DURATION after the archive's start.").Default("+0s").StringVar(&f.start)
 			cmd.Flag("interval", "Time between samples.").Default("1s").DurationVar(&f.interval)
-			cmd.Flag("samples", "Number of samples (0: until the end of the archive or --finish).").Default("0").IntVar(&f.samples)
+			cmd.Flag("samples", "Number of samples (0: until the end of the archive or --finish, at most 10,000,000).").Default("0").IntVar(&f.samples)
 			cmd.Flag("finish", "Last sample time at most: RFC 3339, or +DURATION after the archive's start.").StringVar(&f.finish)
 			cmd.Flag("interp", "Interpolation rule for instant and discrete metrics: nearest (PCP 6.3.2 and later) or prior (PCP 6.3.1 and earlier).").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
 			cmd.Flag("format", "Output format: csv or json.").Default("csv").EnumVar(&f.format, "csv", "json")
 			dflags := addDerivedFlags(cmd)
 			cmd.Arg("archive-or-metric", "Archives (base names, files of an archive, or directories of archives), then metrics or subtrees (all when none is given).").Required().StringsVar(&f.args)
 			return func() error {
-				logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+				logger := clipLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 				batchGC()
 				return runReplay(os.Stdout, f, dflags, logger)
 			}
@@ -133,24 +134,49 @@ func openArchives(paths []string) ([]*archive.Archive, error) {
 	return out, nil
 }
 
-// parseWhen parses an RFC 3339 time or +DURATION after origin.
-func parseWhen(s string, origin time.Time) (time.Time, error) {
+// parseWhen parses the value s of --flag: an RFC 3339 time or +DURATION
+// after origin. Its errors name the flag and the value.
+func parseWhen(flag, s string, origin time.Time) (time.Time, error) {
 	if rest, ok := strings.CutPrefix(s, "+"); ok {
 		d, err := time.ParseDuration(rest)
 		if err != nil {
-			if secs, err2 := strconv.ParseFloat(rest, 64); err2 == nil {
+			if secs, err2 := strconv.ParseFloat(rest, 64); err2 == nil && !math.IsNaN(secs) && math.Abs(secs) < 1<<62/1e9 {
 				return origin.Add(time.Duration(secs*1e9 + 0.5)), nil
 			}
-			return time.Time{}, usagef("bad time %q: %v", s, err)
+			return time.Time{}, usagef("--%s=%s: want RFC 3339 or +DURATION (%v)", flag, clip(s), err)
 		}
 		return origin.Add(d), nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, usagef("bad time %q: want RFC 3339 or +DURATION", s)
+		return time.Time{}, usagef("--%s=%s: want RFC 3339 or +DURATION", flag, clip(s))
 	}
 	return t, nil
 }
+
+// checkWindow rejects a --start outside [first, last] (saying on which
+// side) and a --finish before the start.
+func checkWindow(start, finish, first, last time.Time, startFlag, finishFlag string) error {
+	if start.IsZero() {
+		start = first
+	}
+	switch {
+	case start.Before(first):
+		return usagef("--%s %s is before the start of the archives (%s)", startFlag, start.Format(time.RFC3339Nano), first.Format(time.RFC3339Nano))
+	case start.After(last):
+		return usagef("--%s %s is after the end of the archives (%s)", startFlag, start.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano))
+	case !finish.IsZero() && finish.Before(first):
+		return usagef("--%s %s is before the start of the archives (%s)", finishFlag, finish.Format(time.RFC3339Nano), first.Format(time.RFC3339Nano))
+	case !finish.IsZero() && finish.Before(start):
+		return usagef("--%s %s is before --%s %s", finishFlag, finish.Format(time.RFC3339Nano), startFlag, start.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// maxSamples bounds replay's sample count when --samples does not give it:
+// a tiny --interval over a long archive would write without end (1 ns over
+// 30 minutes: 1.8e12 samples).
+const maxSamples = 10_000_000
 
 func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.Logger) error {
 	paths, names := splitArchiveArgs(f.args)
@@ -158,7 +184,10 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 		return usagef("%s: no such archive", f.args[0])
 	}
 	if f.interval <= 0 {
-		return usagef("--interval must be positive")
+		return usagef("--interval=%v: want a positive duration", f.interval)
+	}
+	if f.samples < 0 {
+		return usagef("--samples=%d: want 0 (to the end) or more", f.samples)
 	}
 	as, err := openArchives(paths)
 	if err != nil {
@@ -181,7 +210,7 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 	if err != nil {
 		return err
 	}
-	start, err := parseWhen(f.start, rp.Start())
+	start, err := parseWhen("start", f.start, rp.Start())
 	if err != nil {
 		return err
 	}
@@ -189,14 +218,21 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 	if err != nil {
 		return err
 	}
+	var fin time.Time
 	if f.finish != "" {
-		fin, err := parseWhen(f.finish, rp.Start())
-		if err != nil {
+		if fin, err = parseWhen("finish", f.finish, rp.Start()); err != nil {
 			return err
 		}
-		if fin.Before(end) {
-			end = fin
-		}
+	}
+	if err := checkWindow(start, fin, rp.Start(), end, "start", "finish"); err != nil {
+		return err
+	}
+	if !fin.IsZero() && fin.Before(end) {
+		end = fin
+	}
+	if n := end.Sub(start)/f.interval + 1; f.samples == 0 && n > maxSamples {
+		return usagef("--interval=%v: %d samples from %s to %s, more than %d; give a longer --interval, a --finish or --samples",
+			f.interval, n, start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano), maxSamples)
 	}
 	pmids := make([]semantics.PMID, len(metrics))
 	for i, m := range metrics {

@@ -8,10 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -60,6 +62,7 @@ type serveFlags struct {
 	naming      string
 	fullLabels  bool
 	maxRequests int
+	http        *httpFlags
 	derived     *derivedFlags
 	// otlpStarters start pushes next to /metrics; open opens sources of
 	// their own.
@@ -82,6 +85,7 @@ func serveCommand() command {
 			cmd.Flag(promslogflag.FormatFlagName, promslogflag.FormatFlagHelp).Default("logfmt").HintOptions(promslog.FormatFlagOptions...).SetValue(f.log.Format)
 			cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetry)
 			cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests that read the sources (0 disables the limit); text and OpenMetrics scrapes arriving while one is read share its result and are not counted.").Default("40").IntVar(&f.maxRequests)
+			f.http = addHTTPFlags(cmd)
 			cmd.Flag("mmv.dir", "Directory of MMV files to export (default $PCP_TMP_DIR/mmv, else /var/lib/pcp/tmp/mmv).").Default(mmv.DefaultDir()).IsSetByUser(&f.mmvDirSet).StringVar(&f.mmvDir)
 			cmd.Flag("mmv.pid-check", "Honour the PROCESS flag of MMV files as pmdammv does: export a file only while its writer's PID exists (turn off in a sidecar that cannot see the application's PID namespace).").Default("true").BoolVar(&f.pidCheck)
 			cmd.Flag("archive", "PCP archive to replay in real time instead of live MMV files (repeatable: several archives form one timeline; a directory stands for its archives).").PlaceHolder("PATH").StringsVar(&f.archives)
@@ -195,7 +199,7 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 			closeAll()
 			return nil, nil, err
 		}
-		start, err := parseWhen(f.replayStart, rp.Start())
+		start, err := parseWhen("replay.start", f.replayStart, rp.Start())
 		if err != nil {
 			rp.Close()
 			closeAll()
@@ -229,8 +233,38 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 	return srcs, closeAll, nil
 }
 
+// check rejects flag values serve cannot use, naming the flag and the value.
+func (f *serveFlags) check() error {
+	switch p := f.telemetry; {
+	case p == "":
+		return usagef("--web.telemetry-path is empty: want a path such as /metrics")
+	case !strings.HasPrefix(p, "/"):
+		return usagef("--web.telemetry-path=%q: want a path starting with /, such as %q", p, "/"+p)
+	case p == "/-/healthy" || p == "/-/ready":
+		return usagef("--web.telemetry-path=%q: that path is the exporter's own health check", p)
+	}
+	if err := checkSpeed(f.replaySpeed); err != nil {
+		return err
+	}
+	if f.maxRequests < 0 {
+		return usagef("--web.max-requests=%d: want 0 (no limit) or more", f.maxRequests)
+	}
+	return f.http.check()
+}
+
+// checkSpeed rejects a --replay.speed that is not a positive finite number.
+func checkSpeed(v float64) error {
+	if !(v > 0) || math.IsInf(v, 0) {
+		return usagef("--replay.speed=%v: want a positive finite number (archive seconds per wall-clock second)", v)
+	}
+	return nil
+}
+
 func runServe(f *serveFlags) error {
-	logger := promslog.New(&f.log)
+	if err := f.check(); err != nil {
+		return err
+	}
+	logger := clipLogger(promslog.New(&f.log))
 	mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels)
 	if err != nil {
 		return err
@@ -261,33 +295,25 @@ func runServe(f *serveFlags) error {
 
 	rl := newReloader(f, col, logger, reg)
 	rl.watch(ctx)
+	// Liveness: a probe of the sources' status takes an MMV directory's
+	// lock; a read stuck holding it fails /-/healthy.
+	wd := newWatchdog(f.http.healthTimeout, f.http.writeTimeout, func() {
+		for _, s := range srcs {
+			source.StatusOf(s.Src, time.Now())
+		}
+	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/-/reload", rl.handle)
-	mux.Handle(f.telemetry, col.Handler(reg, full, promhttp.HandlerOpts{
+	mux.Handle(f.telemetry, wd.track(col.Handler(reg, full, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: f.maxRequests,
 		EnableOpenMetrics:   true,
 		Registry:            reg,
-	}))
-	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "Healthy")
-	})
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		select {
-		case <-col.Ready():
-			fmt.Fprintln(w, "Ready")
-		default:
-			// A first read makes the sources ready; a scrape does it too.
-			col.WriteText(io.Discard)
-			select {
-			case <-col.Ready():
-				fmt.Fprintln(w, "Ready")
-			default:
-				http.Error(w, "Not ready: a source has not been read successfully yet", http.StatusServiceUnavailable)
-			}
-		}
-	})
+	})))
+	mux.Handle("/-/healthy", wd.healthy(logger))
+	// A first read makes the sources ready; a scrape does it too.
+	mux.Handle("/-/ready", &readiness{ready: col.Ready(), read: func() { col.WriteText(io.Discard) }, every: time.Second})
 	if f.telemetry != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "PCP Exporter",
@@ -298,16 +324,30 @@ func runServe(f *serveFlags) error {
 				{Address: "/-/healthy", Text: "Health"},
 				{Address: "/-/ready", Text: "Readiness"},
 			},
+			Profiling: "false", // no /debug/pprof is served
 		})
 		if err != nil {
 			return err
 		}
 		mux.Handle("/", landing)
 	}
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("starting pcp-exporter", "version", version.Info(), "sources", len(srcs))
+	get := getOnly(mux)
+	server := f.http.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/-/reload" {
+			mux.ServeHTTP(w, r) // POST or PUT, checked by the reloader
+			return
+		}
+		get.ServeHTTP(w, r)
+	}))
+	listeners, err := f.http.listen(f.web, logger)
+	if err != nil {
+		return err
+	}
+	listeners = logFailedLogins(server, listeners, logger, 10*time.Second)
+	logger.Info("starting pcp-exporter", "version", version.Info(), "sources", len(srcs),
+		"read_timeout", f.http.readTimeout, "write_timeout", f.http.writeTimeout, "idle_timeout", f.http.idleTimeout, "max_connections", f.http.maxConns)
 	errc := make(chan error, 1)
-	go func() { errc <- web.ListenAndServe(server, f.web, logger) }()
+	go func() { errc <- web.ServeMultiple(listeners, server, f.web, logger) }()
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {

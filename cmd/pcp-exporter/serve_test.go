@@ -40,11 +40,19 @@ func TestMain(m *testing.M) {
 }
 
 // startExporter runs `pcp-exporter args...` and waits until addr answers.
-func startExporter(t *testing.T, client *http.Client, base string, args ...string) *bytes.Buffer {
+func startExporter(t *testing.T, client *http.Client, base string, args ...string) *lockedBuffer {
 	t.Helper()
-	var out bytes.Buffer
-	startExporterTo(t, &out, client, base, args...)
-	return &out
+	out, _ := startExporterProc(t, client, base, args...)
+	return out
+}
+
+// startExporterProc is startExporter that also returns the process; its
+// output buffer is safe to read while the process runs.
+func startExporterProc(t *testing.T, client *http.Client, base string, args ...string) (*lockedBuffer, *os.Process) {
+	t.Helper()
+	out := &lockedBuffer{}
+	cmd := startExporterTo(t, out, client, base, args...)
+	return out, cmd.Process
 }
 
 // startExporterTo is startExporter writing the exporter's output to out; it
@@ -121,7 +129,7 @@ func TestServeTLSAndBasicAuth(t *testing.T) {
 	addr := e2e.FreeAddr(t)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
 	base := "https://" + addr
-	startExporter(t, client, base, "serve", "--web.listen-address="+addr, "--web.config.file="+webCfg,
+	out := startExporter(t, client, base, "serve", "--web.listen-address="+addr, "--web.config.file="+webCfg,
 		"--archive="+filepath.Join(corpus, "archives", "seedtables", "seedtables"), "--replay.loop")
 
 	get := func(url, user, pass string) (int, string) {
@@ -142,6 +150,26 @@ func TestServeTLSAndBasicAuth(t *testing.T) {
 	}
 	if code, _ := get(base+"/metrics", "prom", "wrong"); code != http.StatusUnauthorized {
 		t.Errorf("wrong password: status %d, want 401", code)
+	}
+	// the chart's probes with basic auth on send the Authorization header
+	// (values.yaml): the health paths answer with it and not without
+	for _, p := range []string{"/-/healthy", "/-/ready"} {
+		if code, _ := get(base+p, "", ""); code != http.StatusUnauthorized {
+			t.Errorf("%s without credentials: status %d, want 401", p, code)
+		}
+		if code, body := get(base+p, "prom", "s3cret"); code != http.StatusOK {
+			t.Errorf("%s with credentials: status %d: %s", p, code, body)
+		}
+	}
+	// failed logins are logged, one line per 10 s with the count
+	for range 20 {
+		get(base+"/metrics", "mallory", "guess")
+	}
+	if n := strings.Count(out.String(), "failed login"); n < 1 || n > 2 {
+		t.Errorf("%d log lines for 21 failed logins in a few ms, want 1 (2 across a 10 s boundary):\n%s", n, out.String())
+	}
+	if strings.Contains(out.String(), "DATA RACE") {
+		t.Errorf("race in the exporter:\n%s", out.String())
 	}
 	code, body := get(base+"/metrics", "prom", "s3cret")
 	if code != http.StatusOK || !strings.Contains(body, "seed_total ") {

@@ -27,6 +27,11 @@ const (
 	stringSize    = layout.StringSize
 	labelSize     = layout.LabelSize
 
+	// maxTOCs bounds a header's TOC count: six section types exist and a
+	// second entry of a type is ignored, so a longer TOC holds nothing
+	// but room for types a later format may add.
+	maxTOCs = 16
+
 	// pmdammv's limits on section counts (a larger section is skipped).
 	maxMetrics = layout.MaxMetrics
 	maxInDoms  = layout.MaxInDoms

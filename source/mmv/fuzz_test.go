@@ -54,7 +54,7 @@ func FuzzFile(f *testing.F) {
 		// them once the file is mapped (no system calls: fast enough for
 		// the fuzzer to explore and minimize).
 		if len(data) >= headerSize {
-			m := &mapping{path: "fuzzed", name: "fuzzed", data: append(make([]byte, 0, len(data)), data...)}
+			m := &mapping{path: "fuzzed", name: "fuzzed", data: append(make([]byte, 0, len(data)), data...), disk: uint64(len(data))}
 			if err := m.checkHeader(false); err != nil {
 				if !strings.Contains(err.Error(), "fuzzed") {
 					t.Errorf("error %q does not name the file", err)

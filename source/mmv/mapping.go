@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime/debug"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -40,6 +39,7 @@ type mapping struct {
 	data []byte // the mmap; nil for an empty file
 	dev  uint64
 	ino  uint64
+	disk uint64 // bytes stored on disk (diskBytes), at most len(data)
 	hdr  header
 	gen  uint64 // g1 == g2 when the file was loaded
 }
@@ -48,38 +48,80 @@ type mapping struct {
 // create_client_stat does. The returned error is a *FormatError, ErrInFlux,
 // ErrProcessGone (only with pidCheck) or an I/O error.
 func mapFile(path, name string, pidCheck bool) (*mapping, error) {
-	f, err := os.Open(path)
+	fd, st, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("mmv: %s: not a regular file", path)
-	}
-	size := st.Size()
+	defer unix.Close(fd)
+	size := st.Size
 	if size < headerSize {
 		return nil, &FormatError{File: path, Off: 0, Msg: fmt.Sprintf("file of %d bytes is smaller than the %d-byte header", size, headerSize)}
 	}
 	if size > 1<<32-1 {
 		return nil, &FormatError{File: path, Off: 0, Msg: fmt.Sprintf("file of %d bytes is larger than 4 GiB", size)}
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	data, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mmv: %s: mmap: %w", path, err)
 	}
-	m := &mapping{path: path, name: name, data: data}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		m.dev, m.ino = uint64(sys.Dev), uint64(sys.Ino)
-	}
+	m := &mapping{path: path, name: name, data: data, dev: uint64(st.Dev), ino: uint64(st.Ino), disk: diskBytes(st)}
 	if err := m.checkHeader(pidCheck); err != nil {
 		m.unmap()
 		return nil, err
 	}
 	return m, nil
+}
+
+// openRegular opens path for reading without blocking and returns the
+// descriptor only when it is a regular file. The type is checked on the
+// descriptor, not the name: a FIFO or device renamed over the name after
+// a stat would otherwise block the open (a FIFO waits for a writer)
+// while the caller holds its lock.
+func openRegular(path string) (int, *unix.Stat_t, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return -1, nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, nil, &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("mmv: %s: not a regular file (%s)", path, fileType(st.Mode))
+	}
+	return fd, &st, nil
+}
+
+// fileType names the type bits of a stat mode.
+func fileType(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFLNK:
+		return "a symbolic link"
+	}
+	return fmt.Sprintf("mode %#o", mode&unix.S_IFMT)
+}
+
+// diskBytes is how much of a file is stored (its blocks), which bounds
+// what decoding may allocate: a sparse file's holes read as zeros and
+// cost no disk, so its apparent size says nothing about what its writer
+// put in it. Filesystems that report no blocks count at their size.
+func diskBytes(st *unix.Stat_t) uint64 {
+	if st.Blocks <= 0 {
+		return uint64(st.Size)
+	}
+	return min(uint64(st.Blocks)*512, uint64(st.Size))
 }
 
 func (m *mapping) unmap() {
@@ -130,6 +172,9 @@ func (m *mapping) checkHeader(pidCheck bool) error {
 	}
 	if h.tocs < 2 {
 		return &FormatError{File: m.path, Off: 24, Msg: fmt.Sprintf("%d TOC entries, need at least 2", h.tocs)}
+	}
+	if h.tocs > maxTOCs {
+		return &FormatError{File: m.path, Off: 24, Msg: fmt.Sprintf("%d TOC entries, more than %d (the format has 6 section types, each listed once; libpcp writes at most 6)", h.tocs, maxTOCs)}
 	}
 	if uint64(len(b)) < headerSize+tocSize*uint64(h.tocs) {
 		return &FormatError{File: m.path, Off: 24, Msg: fmt.Sprintf("%d TOC entries do not fit in %d bytes", h.tocs, len(b))}

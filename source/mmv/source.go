@@ -3,7 +3,6 @@ package mmv
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -311,7 +310,14 @@ type Dir struct {
 	unwritten []string  // files skipped at the last reload as not yet written
 	epoch     uint64    // incremented when a reload changes viewSig
 	viewSig   string    // the files of the view: name, cluster, device, inode, generation
+	// what the last reload logged, so that a reload logs changes only:
+	// the files whose problems were logged, the reasons of skipped files
+	logged  map[fileKey]struct{}
+	skipLog map[string]string
 }
+
+// fileKey names one generation of one file.
+type fileKey struct{ dev, ino, gen uint64 }
 
 // signature describes the directory's entries (name, inode, size)
 // to notice changes its mtime does not show.
@@ -331,7 +337,10 @@ func (d *Dir) signature() string {
 	return string(b)
 }
 
-var _ source.Source = (*Dir)(nil)
+var (
+	_ source.Source    = (*Dir)(nil)
+	_ source.Monitored = (*Dir)(nil)
+)
 
 type dirStamp struct {
 	mtime    time.Time
@@ -461,6 +470,20 @@ func (d *Dir) reload() {
 	var files []*loaded
 	used := map[uint32]bool{}
 	var statuses []FileStatus
+	skipLog := make(map[string]string)
+	skipped := func(name, path string, err error, warn bool) {
+		reason := err.Error()
+		statuses = append(statuses, FileStatus{Name: name, Path: path, Reason: reason})
+		skipLog[name] = reason
+		if d.skipLog[name] == reason {
+			return // logged at an earlier reload
+		}
+		if warn {
+			d.log.Warn("mmv: file not exported", "file", path, "reason", reason)
+		} else {
+			d.log.Info("mmv: file not exported", "file", path, "reason", reason)
+		}
+	}
 	for _, e := range ents {
 		name := e.Name()
 		if name[0] == '.' {
@@ -478,22 +501,26 @@ func (d *Dir) reload() {
 			} else if notYetWritten(path) {
 				d.unwritten = append(d.unwritten, path)
 			}
-			d.log.Info("mmv: file not exported", "file", path, "reason", err)
-			statuses = append(statuses, FileStatus{Name: name, Path: path, Reason: err.Error()})
+			skipped(name, path, err, false)
 			continue
 		}
 		cluster, err := chooseCluster(m.hdr.cluster, used)
 		if err != nil {
 			m.unmap()
-			err = &FormatError{File: path, Off: 36, Msg: err.Error()}
-			d.log.Warn("mmv: file not exported", "file", path, "reason", err)
-			statuses = append(statuses, FileStatus{Name: name, Path: path, Reason: err.Error()})
+			skipped(name, path, &FormatError{File: path, Off: 36, Msg: err.Error()}, true)
 			continue
 		}
 		used[cluster] = true
 		files = append(files, &loaded{mapping: m, cluster: cluster})
 		d.loading = files
 	}
+	logged := make(map[fileKey]struct{}, len(files))
+	for _, f := range files {
+		k := fileKey{f.dev, f.ino, f.gen}
+		_, f.quiet = d.logged[k]
+		logged[k] = struct{}{}
+	}
+	d.logged, d.skipLog = logged, skipLog
 	d.v = buildView(files, d.log)
 	d.loading = nil
 	var sig []byte
@@ -516,18 +543,14 @@ func (d *Dir) reload() {
 // the writer's next steps change neither the directory's mtime nor
 // (after ftruncate) the file's size, so the file would stay unexported.
 func notYetWritten(path string) bool {
-	f, err := os.Open(path)
+	fd, st, err := openRegular(path)
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	var magic [4]byte
-	n, _ := io.ReadFull(f, magic[:])
-	if n < len(magic) {
-		return true
-	}
-	st, err := f.Stat()
-	return err == nil && (st.Size() < headerSize || magic == [4]byte{})
+	n, _ := unix.Pread(fd, magic[:], 0)
+	return n < len(magic) || st.Size < headerSize || magic == [4]byte{}
 }
 
 // chooseCluster is pmdammv's choose_cluster: a non-zero header cluster is
@@ -546,6 +569,22 @@ func chooseCluster(requested int32, used map[uint32]bool) (uint32, error) {
 		return 0, fmt.Errorf("cluster %d outside 0..%d", requested, maxCluster)
 	}
 	return uint32(requested), nil
+}
+
+// Status reports the directory missing (source.ReasonMissing, the path in
+// Detail) while it does not exist, and an error while it cannot be read;
+// it is up otherwise, with or without files. It answers from the last
+// refresh (the last Metrics or Fetch), without reading the directory.
+func (d *Dir) Status(time.Time) source.Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.stampErr == nil:
+		return source.Status{Lag: -1}
+	case errors.Is(d.stampErr, fs.ErrNotExist):
+		return source.Status{Reason: source.ReasonMissing, Detail: fmt.Sprintf("MMV directory %s does not exist", d.dir), Lag: -1}
+	}
+	return source.Status{Reason: source.ReasonError, Detail: d.stampErr.Error(), Lag: -1}
 }
 
 // Files returns the status of every file seen at the last reload, in name

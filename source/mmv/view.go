@@ -54,7 +54,10 @@ type loaded struct {
 	valsOff  uint64 // values section
 	valsCnt  uint64
 	problems []string
+	nprobs   int    // problems found, logged or not
+	quiet    bool   // problems already logged for this generation of the file
 	skipped  string // set when no metric of the file can be exported
+	budget   uint64 // bytes of entries decoding may still read (decodeBudget)
 }
 
 // view is what a set of loaded files exports: pmdammv's PMNS, descriptors,
@@ -69,14 +72,49 @@ type view struct {
 // domainLabels is pmdammv's domain label set.
 var domainLabels = semantics.LabelSet{{Name: "agent", Value: `"mmv"`, Flags: semantics.LabelDomain | semantics.LabelOptional}}
 
+// maxProblems is how many problems of one file are kept in its status and
+// logged one per line; the others are counted, and logged as one line.
+const maxProblems = 32
+
 func (l *loaded) problem(log *slog.Logger, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if len(l.problems) < 32 {
-		l.problems = append(l.problems, msg)
+	l.nprobs++
+	if l.nprobs > maxProblems {
+		return
 	}
-	if log != nil {
+	msg := fmt.Sprintf(format, args...)
+	l.problems = append(l.problems, msg)
+	if log != nil && !l.quiet {
 		log.Warn("mmv: skipped part of file", "file", l.path, "problem", msg)
 	}
+}
+
+// problemsDone logs how many problems of the file were not logged.
+func (l *loaded) problemsDone(log *slog.Logger) {
+	if log != nil && !l.quiet && l.nprobs > maxProblems {
+		log.Warn("mmv: skipped parts of file", "file", l.path, "problems", l.nprobs, "logged", maxProblems)
+	}
+}
+
+// Decoding reads each entry of a file's sections and allocates for many of
+// them, so how much it reads is bounded by how much the file holds: the
+// bytes stored on disk, not the apparent size (a sparse file of 1 GiB may
+// hold 4 KiB, its holes read as zeros). A file libpcp writes stores every
+// page of its sections, whose entries never overlap; the budget allows
+// twice its stored bytes and 64 KiB besides (filesystems that compress).
+const budgetSlack = 64 << 10
+
+func decodeBudget(m *mapping) uint64 {
+	return min(uint64(len(m.data)), 2*m.disk+budgetSlack)
+}
+
+// spend takes n bytes of entries from the file's budget; false when they
+// exceed it.
+func (l *loaded) spend(n uint64) bool {
+	if n > l.budget {
+		return false
+	}
+	l.budget -= n
+	return true
 }
 
 // validName applies pmdammv's verify_metric_name: alphabetic first
@@ -108,14 +146,17 @@ func buildView(files []*loaded, log *slog.Logger) *view {
 		indoms: make(map[semantics.InDom]*indomInfo),
 	}
 	names := make(map[string]bool)
+	seen := make(map[semantics.InDom]map[int32]struct{})
 	for _, f := range files {
-		v.decodeFile(f, names, log)
+		f.budget = decodeBudget(f.mapping)
+		v.decodeFile(f, names, seen, log)
 	}
 	for _, in := range v.indoms {
 		sort.SliceStable(in.insts, func(i, j int) bool { return in.insts[i].ID < in.insts[j].ID })
 	}
 	for _, f := range files {
 		v.resolveValues(f, log)
+		f.problemsDone(log)
 	}
 	for _, f := range files {
 		v.metrics = append(v.metrics, f.metrics...)
@@ -131,10 +172,10 @@ type toc struct {
 	at    uint64 // offset of the TOC entry
 }
 
-func (v *view) decodeFile(f *loaded, names map[string]bool, log *slog.Logger) {
+func (v *view) decodeFile(f *loaded, names map[string]bool, indoms map[semantics.InDom]map[int32]struct{}, log *slog.Logger) {
 	d := &decoder{file: f.path, b: f.data}
-	tocs := make([]toc, f.hdr.tocs)
-	for i := range tocs {
+	var tocs [maxTOCs]toc // checkHeader bounds the count
+	for i := range int(f.hdr.tocs) {
 		at := uint64(headerSize + tocSize*i)
 		tocs[i] = toc{typ: d.i32(at), count: d.u32(at + 4), off: d.u64(at + 8), at: at}
 	}
@@ -144,7 +185,7 @@ func (v *view) decodeFile(f *loaded, names map[string]bool, log *slog.Logger) {
 	}
 	seen := map[int32]bool{}
 	var metricsToc, indomsToc, labelsToc *toc
-	for i := range tocs {
+	for i := range int(f.hdr.tocs) {
 		t := &tocs[i]
 		var esize uint64
 		var limit uint32
@@ -180,6 +221,11 @@ func (v *view) decodeFile(f *loaded, names map[string]bool, log *slog.Logger) {
 				t.at, t.typ, t.count, esize, t.off, len(f.data))
 			continue
 		}
+		if !f.spend(uint64(t.count) * esize) {
+			f.problem(log, "byte offset %d: section type %d (%d entries of %d bytes) is more than the file stores (%d bytes on disk of %d: a sparse file); skipped",
+				t.at, t.typ, t.count, esize, f.disk, len(f.data))
+			continue
+		}
 		switch t.typ {
 		case tocMetrics:
 			metricsToc = t
@@ -195,7 +241,7 @@ func (v *view) decodeFile(f *loaded, names map[string]bool, log *slog.Logger) {
 		f.decodeLabels(labelsToc, log)
 	}
 	if indomsToc != nil {
-		v.decodeInDoms(f, indomsToc, log)
+		v.decodeInDoms(f, indomsToc, indoms, log)
 	}
 	if metricsToc != nil {
 		v.decodeMetrics(f, metricsToc, names, log)
@@ -273,15 +319,16 @@ func splitLabel(p []byte) (string, string, bool) {
 	return string(name), string(rest[1:]), true
 }
 
-func (v *view) decodeInDoms(f *loaded, t *toc, log *slog.Logger) {
+// decodeInDoms adds the instances of f's indoms to the view. seen holds the
+// instance ids of each indom of the view so far: an indom listed many times
+// (by one file or by files with the same header cluster) costs the
+// instances it lists, not the instances it has.
+func (v *view) decodeInDoms(f *loaded, t *toc, seen map[semantics.InDom]map[int32]struct{}, log *slog.Logger) {
 	instSize := uint64(instance2Size)
 	if f.hdr.version == 1 {
 		instSize = instance1Size
 	}
 	strs := map[uint64]string{}
-	// A hostile file could make every indom claim the same large instance
-	// range; never decode more instance entries than the file can hold.
-	budget := uint64(len(f.data)) / instance2Size
 	for k := uint64(0); k < uint64(t.count); k++ {
 		at := t.off + k*indomSize
 		serial := ne.Uint32(f.data[at:])
@@ -291,21 +338,24 @@ func (v *view) decodeInDoms(f *loaded, t *toc, log *slog.Logger) {
 			f.problem(log, "byte offset %d: indom serial %d does not fit in 22 bits; ignored", at, serial)
 			continue
 		}
-		if !inBounds(f.data, ioff, count*instSize) || count > budget {
+		if !inBounds(f.data, ioff, count*instSize) {
 			f.problem(log, "byte offset %d: indom %d: %d instances at offset %d exceed the file size %d; ignored", at, serial, count, ioff, len(f.data))
 			continue
 		}
-		budget -= count
+		// A hostile file could make every indom claim the same large
+		// instance range: the instances read count against the budget.
+		if !f.spend(count * instSize) {
+			f.problem(log, "byte offset %d: indom %d: %d instances at offset %d are more than the file stores (%d bytes on disk of %d); ignored", at, serial, count, ioff, f.disk, len(f.data))
+			continue
+		}
 		id := semantics.NewInDom(Domain, f.cluster<<11|serial)
 		in := v.indoms[id]
 		if in == nil {
 			in = &indomInfo{id: id, insts: make([]source.Instance, 0, count)}
 			v.indoms[id] = in
+			seen[id] = make(map[int32]struct{}, count)
 		}
-		have := make(map[int32]bool, len(in.insts)+int(count))
-		for _, x := range in.insts {
-			have[x.ID] = true
-		}
+		have := seen[id]
 		for i := uint64(0); i < count; i++ {
 			e := ioff + i*instSize
 			internal := int32(ne.Uint32(f.data[e+12:]))
@@ -322,10 +372,10 @@ func (v *view) decodeInDoms(f *loaded, t *toc, log *slog.Logger) {
 				}
 				name = s
 			}
-			if have[internal] {
+			if _, ok := have[internal]; ok {
 				continue
 			}
-			have[internal] = true
+			have[internal] = struct{}{}
 			in.insts = append(in.insts, source.Instance{ID: internal, Name: name, Labels: f.instanceLabels(serial, internal)})
 		}
 	}
