@@ -22,7 +22,8 @@ import (
 // other formats (protobuf), and scrapes selecting families with name[],
 // go through client_golang with full, which must include the Collector
 // itself. opts mean what they mean to promhttp: MaxRequestsInFlight (503
-// beyond), EnableOpenMetrics and AcceptedFormats, DisableCompression,
+// beyond), EnableOpenMetrics and AcceptedFormats,
+// EnableOpenMetricsTextCreatedSamples (Format.Created), DisableCompression,
 // ErrorLog, and Registry, where encoding and gathering errors are counted
 // in promhttp's own promhttp_metric_handler_errors_total.
 //
@@ -68,7 +69,7 @@ func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.Handle
 	}
 	spare := &spareBody{}
 	for i := range h.renderers {
-		h.renderers[i] = &renderer{c: c, fast: fast, om: i&1 == 1, gzip: i&2 == 2, spare: spare, errCnt: errCnt, logf: logf}
+		h.renderers[i] = &renderer{c: c, fast: fast, format: Format{OpenMetrics: i&1 == 1, Created: opts.EnableOpenMetricsTextCreatedSamples}, gzip: i&2 == 2, spare: spare, errCnt: errCnt, logf: logf}
 	}
 	return h
 }
@@ -128,7 +129,7 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type renderer struct {
 	c      *Collector
 	fast   prometheus.Gatherer
-	om     bool
+	format Format
 	gzip   bool
 	spare  *spareBody
 	errCnt *prometheus.CounterVec
@@ -225,14 +226,14 @@ func (rd *renderer) get(inFlight chan struct{}) (p *rendering, leader bool) {
 		out = gz
 		chunk := chunks.Get().(*[]byte)
 		defer chunks.Put(chunk)
-		b = rd.c.AppendExposition((*chunk)[:0], rd.om, gzipChunk, func(b []byte) []byte {
+		b = rd.c.AppendExposition((*chunk)[:0], rd.format, gzipChunk, func(b []byte) []byte {
 			gz.Write(b)
 			return b[:0]
 		})
 		gz.Write(b)
 		*chunk = b[:0]
 	} else {
-		zbuf = bytes.NewBuffer(rd.c.AppendExposition(rd.spare.get(size), rd.om, 0, nil))
+		zbuf = bytes.NewBuffer(rd.c.AppendExposition(rd.spare.get(size), rd.format, 0, nil))
 		out = zbuf
 	}
 	rd.appendSelf(out)
@@ -252,7 +253,7 @@ func (rd *renderer) appendSelf(w io.Writer) {
 		rd.logf("error gathering self-metrics: %v", err)
 	}
 	format := expfmt.NewFormat(expfmt.TypeTextPlain)
-	if rd.om {
+	if rd.format.OpenMetrics {
 		format = expfmt.NewFormat(expfmt.TypeOpenMetrics)
 	}
 	enc := expfmt.NewEncoder(w, format)

@@ -25,8 +25,10 @@ const familiesPerPass = 64
 
 // WriteOpenMetrics writes the samples as an OpenMetrics text file that
 // `promtool tsdb create-blocks-from openmetrics` accepts: families one after
-// the other (TYPE and HELP first), timestamps in seconds, "# EOF" last.
-func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer) (Stats, error) {
+// the other (HELP, TYPE and UNIT first), timestamps in seconds, "# EOF"
+// last; with created, a _created sample after each counter sample (see
+// bridge.Format: promtool stores them as series of their own).
+func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer, created bool) (Stats, error) {
 	total := Stats{Skipped: map[string]int64{}}
 	names, err := familyNames(opts)
 	if err != nil {
@@ -35,7 +37,7 @@ func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer) (Stats, er
 	bw := bufio.NewWriterSize(w, 1<<16)
 	for i := 0; i < len(names); i += familiesPerPass {
 		group := names[i:min(i+familiesPerPass, len(names))]
-		sink, err := newOMSink(group)
+		sink, err := newOMSink(group, created)
 		if err != nil {
 			return total, err
 		}
@@ -116,12 +118,13 @@ func familyNames(opts Options) ([]string, error) {
 }
 
 type omSink struct {
-	names  []string
-	files  map[string]*os.File
-	bufs   map[string]*bufio.Writer
-	head   map[string]bool
-	line   []byte
-	series []omSeries // by Series.ID
+	created bool
+	names   []string
+	files   map[string]*os.File
+	bufs    map[string]*bufio.Writer
+	head    map[string]bool
+	line    []byte
+	series  []omSeries // by Series.ID
 }
 
 // omSeries is what the sink keeps per series: its label block, and the
@@ -134,8 +137,8 @@ type omSeries struct {
 	createdV []byte
 }
 
-func newOMSink(names []string) (*omSink, error) {
-	s := &omSink{names: names, files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}, head: map[string]bool{}}
+func newOMSink(names []string, created bool) (*omSink, error) {
+	s := &omSink{created: created, names: names, files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}, head: map[string]bool{}}
 	for _, n := range names {
 		f, err := os.CreateTemp("", "pcp-exporter-om-")
 		if err != nil {
@@ -151,7 +154,7 @@ func newOMSink(names []string) (*omSink, error) {
 // Write appends each sample to its family's file, as the exposition of
 // /metrics in OpenMetrics writes it (bridge's encoder: HELP, TYPE and UNIT
 // first, info families typed info), with its timestamp in seconds, and a
-// _created sample after every counter sample.
+// _created sample after every counter sample if asked for.
 func (s *omSink) Write(batch []Sample) (int, error) {
 	for i := range batch {
 		smp := &batch[i]
@@ -180,7 +183,7 @@ func (s *omSink) Write(batch []Sample) (int, error) {
 		b = strconv.AppendFloat(b, float64(smp.T)/1000, 'f', -1, 64)
 		ts := b[n:]
 		b = append(b, '\n')
-		if bridge.HasCreated(f) {
+		if s.created && bridge.HasCreated(f) {
 			t := time.UnixMilli(smp.T)
 			if start := ser.start.Observe(smp.V, t, time.Time{}, true); ser.createdV == nil || !start.Equal(ser.created) {
 				ser.created = start

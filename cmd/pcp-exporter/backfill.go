@@ -26,17 +26,18 @@ import (
 const backfillGOGC = 300
 
 type backfillFlags struct {
-	archives []string
-	output   string
-	step     time.Duration
-	raw      bool
-	start    string
-	finish   string
-	interp   string
-	mapping  string
-	naming   string
-	derived  *derivedFlags
-	quiet    bool
+	archives  []string
+	output    string
+	step      time.Duration
+	raw       bool
+	start     string
+	finish    string
+	interp    string
+	mapping   string
+	naming    string
+	derived   *derivedFlags
+	quiet     bool
+	omCreated bool
 
 	otlpInsecure bool
 	otlpHeaders  map[string]string
@@ -58,6 +59,7 @@ func init() {
 			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mapping)
 			cmd.Flag("naming", "Naming: default or pmproxy (as for serve).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
 			cmd.Flag("quiet", "No progress display.").BoolVar(&f.quiet)
+			cmd.Flag("openmetrics.created", "With openmetrics:FILE, a _created sample after each counter sample: the series' first sample, or the sample before a reset. Prometheus stores them as series of their own unless its created-timestamp ingestion is on.").BoolVar(&f.omCreated)
 			cmd.Flag("otlp.insecure", "With otlp-grpc: no TLS.").BoolVar(&f.otlpInsecure)
 			f.otlpHeaders = map[string]string{}
 			cmd.Flag("otlp.headers", "With otlp-*: a header sent with every request (KEY=VALUE, repeatable).").StringMapVar(&f.otlpHeaders)
@@ -151,7 +153,7 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		if cerr != nil {
 			return cerr
 		}
-		st, err = backfill.WriteOpenMetrics(ctx, opts, out)
+		st, err = backfill.WriteOpenMetrics(ctx, opts, out, f.omCreated)
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}

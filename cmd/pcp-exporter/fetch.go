@@ -68,6 +68,7 @@ func init() {
 			format := cmd.Flag("format", "Output format: csv, json or openmetrics (the exposition serve gives, mapped by --naming and --mapping.config).").Default("csv").Enum("csv", "json", "openmetrics")
 			mappingFile := cmd.Flag("mapping.config", "Mapping configuration file for --format openmetrics (as for serve).").PlaceHolder("FILE").String()
 			naming := cmd.Flag("naming", "Naming for --format openmetrics: default or pmproxy (as for serve).").Default("default").Enum("default", "pmproxy")
+			created := cmd.Flag("openmetrics.created", "With --format openmetrics, a _created sample after each counter sample whose start is known (the MMV file's creation). Prometheus stores them as series of their own unless its created-timestamp ingestion is on.").Bool()
 			dflags := addDerivedFlags(cmd)
 			names := cmd.Arg("metric", "Metrics or subtrees to fetch (all when none is given).").Strings()
 			return func() error {
@@ -88,7 +89,7 @@ func init() {
 					return err
 				}
 				if mapper != nil {
-					return fetchOpenMetrics(os.Stdout, src, mf.path, *names, mapper, logger)
+					return fetchOpenMetrics(os.Stdout, src, mf.path, *names, mapper, *created, logger)
 				}
 				return fetchValues(os.Stdout, src, *names, *format)
 			}
@@ -328,14 +329,14 @@ func (s selectedSource) Generation(pmid semantics.PMID) time.Time {
 // fetchOpenMetrics fetches the selected metrics once and writes them as the
 // OpenMetrics exposition serve gives for the source (mapped families, no
 // self-metrics), ended by # EOF.
-func fetchOpenMetrics(w io.Writer, src source.Source, name string, args []string, mapper *mapping.Mapper, logger *slog.Logger) error {
+func fetchOpenMetrics(w io.Writer, src source.Source, name string, args []string, mapper *mapping.Mapper, created bool, logger *slog.Logger) error {
 	metrics, err := selectMetrics(src.Metrics(), args)
 	if err != nil {
 		return err
 	}
 	col := bridge.New(mapper, logger, bridge.Source{Name: name, Src: selectedSource{src, metrics}})
 	bw := bufio.NewWriter(w)
-	if err := col.WriteOpenMetrics(bw); err != nil {
+	if err := col.WriteOpenMetrics(bw, created); err != nil {
 		return fmt.Errorf("openmetrics: %w", err)
 	}
 	if _, err := bw.WriteString("# EOF\n"); err != nil {
