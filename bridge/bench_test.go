@@ -20,7 +20,9 @@ func BenchmarkWriteText(b *testing.B) { benchWrite(b, (*Collector).WriteText) }
 
 // BenchmarkWriteOpenMetrics is BenchmarkWriteText in OpenMetrics (with a
 // _created sample per counter series: half of them).
-func BenchmarkWriteOpenMetrics(b *testing.B) { benchWrite(b, func(c *Collector, w io.Writer) error { return c.WriteOpenMetrics(w, true) }) }
+func BenchmarkWriteOpenMetrics(b *testing.B) {
+	benchWrite(b, func(c *Collector, w io.Writer) error { return c.WriteOpenMetrics(w, true) })
+}
 
 // BenchmarkClientGolangOpenMetrics renders what BenchmarkWriteOpenMetrics
 // renders through client_golang (Gather, expfmt's OpenMetrics encoder with
