@@ -12,6 +12,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // BenchmarkWriteText scrapes an MMV file of 1,000 metrics x 100 instances
@@ -47,27 +48,27 @@ func BenchmarkClientGolangOpenMetrics(b *testing.B) {
 }
 
 func benchWrite(b *testing.B, write func(*Collector, io.Writer) error) {
-	var insts []mmv.InstanceDef
+	var insts []mmvwrite.InstanceDef
 	for i := 0; i < 100; i++ {
-		insts = append(insts, mmv.InstanceDef{ID: int32(i), Name: fmt.Sprintf("inst%03d", i)})
+		insts = append(insts, mmvwrite.InstanceDef{ID: int32(i), Name: fmt.Sprintf("inst%03d", i)})
 	}
-	cfg := mmv.WriterConfig{InDoms: []mmv.InDomDef{{Serial: 1, Instances: insts}}}
+	cfg := mmvwrite.Config{InDoms: []mmvwrite.InDomDef{{Serial: 1, Instances: insts}}}
 	for m := 0; m < 1000; m++ {
-		d := mmv.MetricDef{Name: fmt.Sprintf("metric%04d", m), Item: uint32(m + 1), InDom: 1, Units: semantics.Units{DimCount: 1}}
+		d := mmvwrite.MetricDef{Name: fmt.Sprintf("metric%04d", m), Item: uint32(m + 1), InDom: 1, Units: semantics.Units{DimCount: 1}}
 		switch m % 4 {
 		case 0:
-			d.Type, d.Sem = mmv.TypeU64, semantics.SemCounter
+			d.Type, d.Sem = mmvwrite.TypeU64, semantics.SemCounter
 		case 1:
-			d.Type, d.Sem = mmv.TypeDouble, semantics.SemInstant
+			d.Type, d.Sem = mmvwrite.TypeDouble, semantics.SemInstant
 		case 2:
-			d.Type, d.Sem = mmv.TypeDouble, semantics.SemCounter
+			d.Type, d.Sem = mmvwrite.TypeDouble, semantics.SemCounter
 		default:
-			d.Type, d.Sem = mmv.TypeU64, semantics.SemInstant
+			d.Type, d.Sem = mmvwrite.TypeU64, semantics.SemInstant
 		}
 		cfg.Metrics = append(cfg.Metrics, d)
 	}
 	dir := b.TempDir()
-	w, err := mmv.NewWriter(filepath.Join(dir, "w1"), cfg)
+	w, err := mmvwrite.New(filepath.Join(dir, "w1"), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/mmv"
 )
 
 // Source is one PCP source served by a Collector.
@@ -47,7 +46,7 @@ type Collector struct {
 	reads   uint64
 	scratch []byte
 
-	upDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
+	upDesc, lagDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 }
 
 type sourceState struct {
@@ -61,7 +60,8 @@ type sourceState struct {
 	descs    []map[string]*prometheus.Desc
 	res      source.Result
 	errors   float64
-	ok       bool
+	status   source.Status // after the last read; Reason "error" when it failed
+	logged   source.Status // the status last logged, to log once per change
 	duration float64
 	insts    map[semantics.InDom]map[int32]*source.Instance
 	text     textCache
@@ -76,7 +76,8 @@ func New(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *Collec
 	for _, s := range sources {
 		c.sources = append(c.sources, &sourceState{Source: s})
 	}
-	c.upDesc = prometheus.NewDesc("pcp_exporter_source_up", "1 when the last read of the PCP source succeeded.", []string{"source"}, nil)
+	c.upDesc = prometheus.NewDesc("pcp_exporter_source_up", "1 when the PCP source is up and its last read succeeded; 0 with the reason (missing, stalled, ended, down, error) when not.", []string{"source", "reason"}, nil)
+	c.lagDesc = prometheus.NewDesc("pcp_exporter_source_lag_seconds", "How far the values served from a followed source are behind real time.", []string{"source"}, nil)
 	c.durDesc = prometheus.NewDesc("pcp_exporter_source_fetch_duration_seconds", "Time the last read of the PCP source took.", []string{"source"}, nil)
 	c.errDesc = prometheus.NewDesc("pcp_exporter_source_errors_total", "Failed reads of the PCP source.", []string{"source"}, nil)
 	c.skipDesc = prometheus.NewDesc("pcp_exporter_metrics_skipped", "PCP metrics of the source not exported, by reason.", []string{"source", "reason"}, nil)
@@ -123,28 +124,48 @@ func (c *Collector) read(visit valueVisitor) {
 		start := time.Now()
 		err := c.readSource(s, now, visit)
 		s.duration = time.Since(start).Seconds()
+		s.status = source.StatusOf(s.Src, now)
 		if err != nil {
 			s.errors++
-			s.ok = false
-			allOK = false
-			c.logger.Warn("reading PCP source failed", "source", s.Name, "err", err)
-		} else {
-			s.ok = true
+			s.status.Reason, s.status.Detail = source.ReasonError, err.Error()
 		}
+		if s.status.Reason != source.ReasonUp {
+			allOK = false
+		}
+		c.logStatus(s)
 	}
 	if allOK {
 		c.once.Do(func() { close(c.ready) })
 	}
 }
 
+// logStatus logs a source's status when its reason or detail changed since
+// the last one logged: one line per change of state, not per scrape.
+func (c *Collector) logStatus(s *sourceState) {
+	st := s.status
+	switch {
+	case st.Reason == s.logged.Reason && st.Detail == s.logged.Detail:
+	case st.Reason == source.ReasonUp:
+		c.logger.Info("PCP source is up", "source", s.Name, "was", string(s.logged.Reason))
+	case st.Reason == source.ReasonError:
+		c.logger.Warn("reading PCP source failed", "source", s.Name, "err", st.Detail)
+	default:
+		c.logger.Warn("PCP source is down", "source", s.Name, "reason", string(st.Reason), "detail", st.Detail)
+	}
+	s.logged = st
+}
+
 // sendSelf sends the self-metrics of the last read.
 func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 	for _, s := range c.sources {
 		up := 0.0
-		if s.ok {
+		if s.status.Reason == source.ReasonUp {
 			up = 1
 		}
-		ch <- prometheus.MustNewConstMetric(c.upDesc, prometheus.GaugeValue, up, s.Name)
+		ch <- prometheus.MustNewConstMetric(c.upDesc, prometheus.GaugeValue, up, s.Name, string(s.status.Reason))
+		if s.status.Lag >= 0 {
+			ch <- prometheus.MustNewConstMetric(c.lagDesc, prometheus.GaugeValue, s.status.Lag.Seconds(), s.Name)
+		}
 		ch <- prometheus.MustNewConstMetric(c.durDesc, prometheus.GaugeValue, s.duration, s.Name)
 		ch <- prometheus.MustNewConstMetric(c.errDesc, prometheus.CounterValue, s.errors, s.Name)
 		ch <- prometheus.MustNewConstMetric(c.famDesc, prometheus.GaugeValue, float64(len(s.families)), s.Name)
@@ -155,15 +176,7 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 		for r, n := range reasons {
 			ch <- prometheus.MustNewConstMetric(c.skipDesc, prometheus.GaugeValue, float64(n), s.Name, string(r))
 		}
-		if d, ok := s.Src.(interface{ Files() []mmv.FileStatus }); ok {
-			exp, not := 0, 0
-			for _, f := range d.Files() {
-				if f.Exported {
-					exp++
-				} else {
-					not++
-				}
-			}
+		if exp, not, ok := source.FileCountsOf(s.Src); ok {
 			ch <- prometheus.MustNewConstMetric(c.filesDesc, prometheus.GaugeValue, float64(exp), s.Name, "true")
 			ch <- prometheus.MustNewConstMetric(c.filesDesc, prometheus.GaugeValue, float64(not), s.Name, "false")
 		}
@@ -328,10 +341,8 @@ func (s *sourceState) created(f *mapping.Family, now time.Time) time.Time {
 	if f.Type != mapping.Counter || s.When != nil {
 		return time.Time{}
 	}
-	if gen := Generations(s.Src); gen != nil {
-		if g := gen.Generation(f.Desc.PMID); !g.After(now) {
-			return g
-		}
+	if g := source.GenerationOf(s.Src, f.Desc.PMID); !g.After(now) {
+		return g
 	}
 	return time.Time{}
 }

@@ -191,7 +191,7 @@ func TestSeedtablesValues(t *testing.T) {
 		"# TYPE seed_instant gauge\n",
 		"seed_instant{hostname=\"corpus-host\"} 880\n",
 		"seed_discrete{hostname=\"corpus-host\"} 880\n",
-		"pcp_exporter_source_up{source=\"seed\"} 1\n",
+		"pcp_exporter_source_up{reason=\"\",source=\"seed\"} 1\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("exposition lacks %q:\n%s", want, out)
@@ -214,7 +214,7 @@ func TestSourceErrorCounted(t *testing.T) {
 	before := rp.Start().Add(-time.Hour) // PM_ERR_EOL
 	c := New(mapper(t, mapping.NamingDefault), nil, Source{Name: "early", Src: rp, When: func(time.Time) (time.Time, bool) { return before, true }})
 	out := string(exposition(t, c))
-	for _, want := range []string{`pcp_exporter_source_up{source="early"} 0`, `pcp_exporter_source_errors_total{source="early"} 1`} {
+	for _, want := range []string{`pcp_exporter_source_up{reason="error",source="early"} 0`, `pcp_exporter_source_errors_total{source="early"} 1`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("exposition lacks %q:\n%s", want, out)
 		}

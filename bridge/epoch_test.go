@@ -14,6 +14,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // churnAtFetch is a real MMV directory in which something happens to the
@@ -35,10 +36,10 @@ func (c *churnAtFetch) Fetch(t time.Time, pmids []semantics.PMID, res *source.Re
 
 // writeValue writes an MMV file whose one counter "value" is v (cluster
 // assigned by the directory: files in name order get 1, 2, ...).
-func writeValue(t *testing.T, path string, v uint64) *mmv.Writer {
+func writeValue(t *testing.T, path string, v uint64) *mmvwrite.Writer {
 	t.Helper()
-	w, err := mmv.NewWriter(path, mmv.WriterConfig{Metrics: []mmv.MetricDef{
-		{Name: "value", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}},
+	w, err := mmvwrite.New(path, mmvwrite.Config{Metrics: []mmvwrite.MetricDef{
+		{Name: "value", Item: 1, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -159,7 +159,7 @@ func TestHandlerOpenMetrics(t *testing.T) {
 	if n := parseOpenMetrics(t, body); n < 4 {
 		t.Errorf("%d samples", n)
 	}
-	for _, want := range []string{"# TYPE mmv_app_queue gauge\n", `mmv_app_queue{agent="mmv",instname="alpha"} 10.0` + "\n", "pcp_exporter_source_up{source=\"mmv\"} 1.0\n"} {
+	for _, want := range []string{"# TYPE mmv_app_queue gauge\n", `mmv_app_queue{agent="mmv",instname="alpha"} 10.0` + "\n", "pcp_exporter_source_up{reason=\"\",source=\"mmv\"} 1.0\n"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("missing %q in:\n%s", want, body)
 		}

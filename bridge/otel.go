@@ -57,37 +57,11 @@ func Resource(metrics []source.Metric) *resource.Resource {
 	return r
 }
 
-// Generationer is implemented by MMV sources: the creation time of the file
-// a metric comes from, the start of its counters.
-type Generationer interface {
-	Generation(pmid semantics.PMID) time.Time
-}
-
-// fileGeneration adapts a single MMV file (one generation for all metrics).
-type fileGeneration struct {
-	f interface{ Generation() time.Time }
-}
-
-func (g fileGeneration) Generation(semantics.PMID) time.Time { return g.f.Generation() }
-
-// Generations returns the generations of a source's metrics, nil when it
-// has none.
-func Generations(src source.Source) Generationer {
-	if g, ok := src.(Generationer); ok {
-		return g
-	}
-	if f, ok := src.(interface{ Generation() time.Time }); ok {
-		return fileGeneration{f}
-	}
-	return nil
-}
-
 // Convert appends the metrics of one fetch result (res, for metrics ms in
 // the same order) at time t.
 func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms []source.Metric, res *source.Result, t time.Time) []metricdata.Metrics {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	gen := Generations(src)
 	seenNow := map[string]bool{}
 	insts := map[semantics.InDom]map[int32]*source.Instance{}
 	instance := func(indom semantics.InDom, id int32) *source.Instance {
@@ -145,10 +119,7 @@ func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms 
 				st = &CounterStart{}
 				c.state[key] = st
 			}
-			var g time.Time
-			if gen != nil {
-				g = gen.Generation(md.Desc.PMID)
-			}
+			g := source.GenerationOf(src, md.Desc.PMID)
 			start := st.Observe(v, t, g, c.seen[key])
 			sum = append(sum, metricdata.DataPoint[float64]{Attributes: set, StartTime: start, Time: t, Value: v})
 		}
@@ -173,11 +144,7 @@ type pinnedSource struct {
 }
 
 func pinSource(src source.Source, ms []source.Metric, res *source.Result) *pinnedSource {
-	p := &pinnedSource{Source: src, insts: map[semantics.InDom][]source.Instance{}}
-	gen := Generations(src)
-	if gen != nil {
-		p.gens = map[semantics.PMID]time.Time{}
-	}
+	p := &pinnedSource{Source: src, insts: map[semantics.InDom][]source.Instance{}, gens: map[semantics.PMID]time.Time{}}
 	for i := range ms {
 		if i >= len(res.Sets) || res.Sets[i].Err != nil || len(res.Sets[i].Values) == 0 {
 			continue
@@ -186,8 +153,8 @@ func pinSource(src source.Source, ms []source.Metric, res *source.Result) *pinne
 		if _, ok := p.insts[d.InDom]; !ok && d.InDom != semantics.InDomNull {
 			p.insts[d.InDom] = src.Instances(d.InDom)
 		}
-		if gen != nil {
-			p.gens[d.PMID] = gen.Generation(d.PMID)
+		if g := source.GenerationOf(src, d.PMID); !g.IsZero() {
+			p.gens[d.PMID] = g
 		}
 	}
 	return p

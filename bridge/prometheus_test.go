@@ -19,6 +19,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // query runs an instant query and returns "value" and labels per series.
@@ -52,17 +53,17 @@ func metadataType(t *testing.T, base, metric string) string {
 }
 
 // TestPrometheusScrapesMMVAndArchive serves an MMV file written with
-// mmv.Writer and a replay of the seedtables archive to a real Prometheus and
+// mmvwrite.Writer and a replay of the seedtables archive to a real Prometheus and
 // checks names, labels, converted values and counter types through its API.
 func TestPrometheusScrapesMMVAndArchive(t *testing.T) {
 	dir := t.TempDir()
-	w, err := mmv.NewWriter(filepath.Join(dir, "app"), mmv.WriterConfig{
-		Metrics: []mmv.MetricDef{
-			{Name: "requests", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}, OneLine: "requests served"},
-			{Name: "latency", Item: 2, Type: mmv.TypeDouble, Sem: semantics.SemInstant, Units: semantics.Units{DimTime: 1, ScaleTime: 2}, InDom: 1, OneLine: "latency by method"},
-			{Name: "sent", Item: 3, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimSpace: 1, ScaleSpace: 1}, OneLine: "data sent"},
+	w, err := mmvwrite.New(filepath.Join(dir, "app"), mmvwrite.Config{
+		Metrics: []mmvwrite.MetricDef{
+			{Name: "requests", Item: 1, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}, OneLine: "requests served"},
+			{Name: "latency", Item: 2, Type: mmvwrite.TypeDouble, Sem: semantics.SemInstant, Units: semantics.Units{DimTime: 1, ScaleTime: 2}, InDom: 1, OneLine: "latency by method"},
+			{Name: "sent", Item: 3, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimSpace: 1, ScaleSpace: 1}, OneLine: "data sent"},
 		},
-		InDoms: []mmv.InDomDef{{Serial: 1, Instances: []mmv.InstanceDef{{ID: 0, Name: "GET"}, {ID: 1, Name: "POST"}}}},
+		InDoms: []mmvwrite.InDomDef{{Serial: 1, Instances: []mmvwrite.InstanceDef{{ID: 0, Name: "GET"}, {ID: 1, Name: "POST"}}}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -98,7 +98,6 @@ func (c *Collector) AppendExposition(b []byte, f Format, flushAt int, flush func
 func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush func([]byte) []byte) []byte {
 	om := format.OpenMetrics
 	created := om && format.Created
-	var gen Generationer
 	var genT time.Time
 	c.reads++
 	now := c.now()
@@ -108,19 +107,14 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 			s.text = textCache{sig: s.sig, epoch: s.epoch, series: make([][]cachedSeries, len(s.families))}
 		}
 		if s != lastSrc || i != lastFam {
-			if s != lastSrc {
-				gen = Generations(s.Src)
-			}
 			lastSrc, lastFam, pos = s, i, 0
 			if flush != nil && len(b) >= flushAt {
 				b = flush(b)
 			}
 			b = AppendHeader(b, f, om)
 			genT = time.Time{}
-			if created && gen != nil && HasCreated(f) && s.When == nil {
-				if g := gen.Generation(f.Desc.PMID); !g.After(now) {
-					genT = g
-				}
+			if created && HasCreated(f) {
+				genT = s.created(f, now)
 			}
 		}
 		b = append(b, f.Name...)

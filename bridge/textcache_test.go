@@ -9,15 +9,16 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // writeInsts writes an MMV file "app" with one gauge over instances 1 and 2
 // named as given.
-func writeInsts(t *testing.T, dir string, names ...string) *mmv.Writer {
+func writeInsts(t *testing.T, dir string, names ...string) *mmvwrite.Writer {
 	t.Helper()
-	w, err := mmv.NewWriter(filepath.Join(dir, "app"), mmv.WriterConfig{
-		InDoms:  []mmv.InDomDef{{Serial: 1, Instances: []mmv.InstanceDef{{ID: 1, Name: names[0]}, {ID: 2, Name: names[1]}}}},
-		Metrics: []mmv.MetricDef{{Name: "queue", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemInstant, InDom: 1}},
+	w, err := mmvwrite.New(filepath.Join(dir, "app"), mmvwrite.Config{
+		InDoms:  []mmvwrite.InDomDef{{Serial: 1, Instances: []mmvwrite.InstanceDef{{ID: 1, Name: names[0]}, {ID: 2, Name: names[1]}}}},
+		Metrics: []mmvwrite.MetricDef{{Name: "queue", Item: 1, Type: mmvwrite.TypeU64, Sem: semantics.SemInstant, InDom: 1}},
 	})
 	if err != nil {
 		t.Fatal(err)

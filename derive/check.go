@@ -16,6 +16,7 @@ type SemanticError struct {
 	Msg    string // e.g. "Dimensions are not the same"
 }
 
+// Error returns the message libpcp prints for the error.
 func (e *SemanticError) Error() string {
 	return "Semantic error: derived metric " + e.Metric + ": " + e.Where + ": " + e.Msg
 }
@@ -89,7 +90,7 @@ func bind(n *Node, lookup lookupFunc, lookupErrOK bool) (*bnode, bool) {
 
 func isArithType(t semantics.Type) bool { return t >= semantics.Type32 && t <= semantics.TypeDouble }
 
-// describe returns how libpcp's report_sem_error names a node.
+// operandText returns how libpcp's report_sem_error names a node.
 func (b *bnode) operandText() string {
 	if b.op == OpInteger || b.op == OpDouble || b.op == OpName {
 		return b.value

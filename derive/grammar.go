@@ -3,10 +3,13 @@ package derive
 import (
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
+
+// symbol is a grammar symbol: terminals are 0..numTerminals-1, nonterminals
+// follow.
+type symbol int
 
 // Terminals of libpcp's derived metric grammar (derive_parser.y.in, PCP 6.0).
 const (
@@ -105,47 +108,31 @@ const (
 	initialStr    = "Unexpected initial"
 )
 
-var (
-	tablesOnce sync.Once
-	tables     *parseTables
-	tablesErr  error
-)
-
-func grammarTables() (*parseTables, error) {
-	tablesOnce.Do(func() {
-		rules := grammarRules()
-		prec := make([]int, numTerminals)
-		as := make([]assoc, numTerminals)
-		for level, toks := range [][]symbol{
-			{tokQuest, tokColon},
-			{tokAnd, tokOr},
-			{tokNot},
-			{tokLT, tokLEQ, tokEQ, tokGEQ, tokGT, tokNEQ},
-			{tokPlus, tokMinus},
-			{tokStar, tokSlash},
-		} {
-			for _, t := range toks {
-				prec[t] = level + 1
-				as[t] = assocLeft
-			}
-		}
-		for i := range rules {
-			r := &rules[i]
-			if r.prec < 0 { // %prec token
-				t := symbol(-r.prec)
-				r.prec, r.assoc = prec[t], as[t]
-				continue
-			}
-			for _, s := range r.rhs { // the last terminal
-				if s < numTerminals {
-					r.prec, r.assoc = prec[s], as[s]
-				}
-			}
-		}
-		tables, tablesErr = buildTables(int(numTerminals), int(numSymbols), rules, prec, as)
-	})
-	return tables, tablesErr
+// grammarRule is one production of the grammar with its semantic action.
+// prec is the token named by %prec (symEnd when there is none).
+type grammarRule struct {
+	lhs    symbol
+	rhs    []symbol
+	prec   symbol
+	action ruleAction
 }
+
+// grammar is the grammar's rules in declaration order: the parser tables in
+// tables.go number them so.
+var grammar = grammarRules()
+
+// precedence is the grammar's %left declarations, lowest first; the table
+// generator (tables_test.go) reads them.
+var precedence = [][]symbol{
+	{tokQuest, tokColon},
+	{tokAnd, tokOr},
+	{tokNot},
+	{tokLT, tokLEQ, tokEQ, tokGEQ, tokGT, tokNEQ},
+	{tokPlus, tokMinus},
+	{tokStar, tokSlash},
+}
+
+//go:generate go test -run ^TestTables$ -update
 
 func binaryNode(op Op) ruleAction {
 	return func(p *parser, v []semval) (semval, actStatus) {
@@ -182,7 +169,7 @@ func grammarRules() []grammarRule {
 		rules = append(rules, grammarRule{lhs: lhs, rhs: rhs, action: act})
 	}
 	addPrec := func(lhs symbol, precTok symbol, act ruleAction, rhs ...symbol) {
-		rules = append(rules, grammarRule{lhs: lhs, rhs: rhs, action: act, prec: -int(precTok)})
+		rules = append(rules, grammarRule{lhs: lhs, rhs: rhs, action: act, prec: precTok})
 	}
 	E := ntExpr
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
@@ -91,11 +92,16 @@ func orderDependent(e *Expr, ms map[string]source.Metric) bool {
 // semantic errors (pminfo -d) and the values of an interpolated replay
 // (the corpus tool pmfetch_interp.py, libpcp evaluating the derived
 // metrics; our evaluation gets the operand values from the same tool).
+// 100 definitions per archive, 30 without PCPX_LONG_TESTS.
 func TestAgainstLibpcpEval(t *testing.T) {
 	py := pythonWithPCP(t)
 	pminfo := e2e.Require(t, "pminfo")[0]
 	corpus, _ := filepath.Abs("../testdata/pcp-corpus")
 	tool := filepath.Join(corpus, "tools/pmfetch_interp.py")
+	count := 100 // definitions per archive
+	if !longtest.Enabled() {
+		count = 30
+	}
 	for fi, fam := range []string{"seedtables", "indoms", "types"} {
 		t.Run(fam, func(t *testing.T) {
 			arch := filepath.Join(corpus, corpusFamilies[fam])
@@ -118,7 +124,7 @@ func TestAgainstLibpcpEval(t *testing.T) {
 			var conf strings.Builder
 			var names []string
 			var defs []Definition
-			for i := 0; i < 100; i++ {
+			for i := 0; i < count; i++ {
 				e := g.expr(3)
 				pe, err := Parse(e)
 				if err != nil {

@@ -26,6 +26,7 @@ type SyntaxError struct {
 	Msg  string
 }
 
+// Error returns the expression, the offset and the message.
 func (e *SyntaxError) Error() string {
 	msg := e.Msg
 	if msg == "" {
@@ -76,13 +77,9 @@ func Parse(expr string) (*Expr, error) {
 
 // Parse parses expr in this session.
 func (s *Session) Parse(expr string) (*Expr, error) {
-	t, err := grammarTables()
-	if err != nil {
-		return nil, err
-	}
 	p := &parser{sess: s}
 	p.lex = lexer{s: expr, sess: s, errmsg: &p.errmsg, hasErr: &p.hasErr}
-	if !p.run(t) {
+	if !p.run() {
 		return nil, &SyntaxError{Expr: expr, Pos: p.lex.lexicon, Msg: p.errmsg}
 	}
 	return &Expr{Text: expr, Root: p.tree}, nil
@@ -129,12 +126,12 @@ func (p *parser) node(op Op, l, r *Node) (semval, actStatus) {
 
 const noToken symbol = -1
 
-// run is bison's yyparse() over the LALR tables, including its error
+// run is bison's yyparse() over the LALR tables of tables.go, including its error
 // recovery: on a syntax error, states are popped until one can shift the
 // error token; the error rules then report gramerr() and YYERROR, which
 // continues the recovery until the stack is empty. It reports whether the
 // input was accepted.
-func (p *parser) run(t *parseTables) bool {
+func (p *parser) run() bool {
 	states := make([]int, 1, 64)
 	vals := make([]semval, 1, 64)
 	tok := noToken
@@ -143,11 +140,11 @@ func (p *parser) run(t *parseTables) bool {
 	for {
 		s := states[len(states)-1]
 		rule := -1
-		if t.needsToken[s] {
+		if lalrNeedsToken[s] {
 			if tok == noToken {
 				tok, tokText = p.lex.next()
 			}
-			a := t.action[s][tok]
+			a := int(lalrAction[s][tok])
 			switch {
 			case a > 0:
 				states = append(states, a-1)
@@ -165,10 +162,10 @@ func (p *parser) run(t *parseTables) bool {
 			case a < 0:
 				rule = -a - 1
 			default:
-				rule = t.defReduce[s]
+				rule = int(lalrDefReduce[s])
 			}
 		} else {
-			rule = t.defReduce[s]
+			rule = int(lalrDefReduce[s])
 		}
 		if rule < 0 {
 			// syntax error (yyerrlab)
@@ -176,13 +173,13 @@ func (p *parser) run(t *parseTables) bool {
 				// the lookahead is never $end here: discard it
 				tok = noToken
 			}
-			if !p.recover(t, &states, &vals) {
+			if !p.recover(&states, &vals) {
 				return false
 			}
 			errStatus = 3
 			continue
 		}
-		r := &t.rules[rule]
+		r := &grammar[rule]
 		n := len(r.rhs)
 		v, st := r.action(p, vals[len(vals)-n:])
 		switch st {
@@ -194,7 +191,7 @@ func (p *parser) run(t *parseTables) bool {
 			// YYERROR: pop the rule's symbols, then recover
 			states = states[:len(states)-n]
 			vals = vals[:len(vals)-n]
-			if !p.recover(t, &states, &vals) {
+			if !p.recover(&states, &vals) {
 				return false
 			}
 			errStatus = 3
@@ -202,22 +199,22 @@ func (p *parser) run(t *parseTables) bool {
 		}
 		states = states[:len(states)-n]
 		vals = vals[:len(vals)-n]
-		to, ok := t.goTo[states[len(states)-1]][r.lhs]
-		if !ok {
+		to := lalrGoTo[states[len(states)-1]][r.lhs-numTerminals]
+		if to < 0 {
 			return false // cannot happen with consistent tables
 		}
-		states = append(states, to)
+		states = append(states, int(to))
 		vals = append(vals, v)
 	}
 }
 
 // recover is yyerrlab1: pop states until one shifts the error token, then
 // shift it. It reports false (YYABORT) when the stack empties.
-func (p *parser) recover(t *parseTables, states *[]int, vals *[]semval) bool {
+func (p *parser) recover(states *[]int, vals *[]semval) bool {
 	for {
 		s := (*states)[len(*states)-1]
-		if a := t.action[s][symError]; a > 0 {
-			*states = append(*states, a-1)
+		if a := lalrAction[s][symError]; a > 0 {
+			*states = append(*states, int(a)-1)
 			*vals = append(*vals, semval{})
 			return true
 		}

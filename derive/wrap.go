@@ -203,9 +203,10 @@ func (w *Source) Metrics() []source.Metric {
 // source (derived metrics use their operands' instance domains).
 func (w *Source) Instances(indom semantics.InDom) []source.Instance { return w.src.Instances(indom) }
 
-// Epoch is the wrapped source's (source.Epoched): derived metrics are
-// bound to its metric set.
-func (w *Source) Epoch() uint64 { return source.EpochOf(w.src) }
+// Unwrap returns the wrapped source (source.Wrapper): its capabilities
+// (epoch, generations, files, status) are the derived source's, and derived
+// metrics are bound to its metric set.
+func (w *Source) Unwrap() source.Source { return w.src }
 
 // Close closes the wrapped source.
 func (w *Source) Close() error { return w.src.Close() }

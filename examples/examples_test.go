@@ -1,5 +1,5 @@
 // Package examples holds the user-facing examples (see README.md): the
-// mmv.Writer application examples/mmvapp, its Kubernetes manifests, and the
+// mmvwrite.Writer application examples/mmvapp, its Kubernetes manifests, and the
 // Prometheus, OpenTelemetry Collector, derived-metrics and mapping files. The
 // tests here check each file with the tool that consumes it; the Kubernetes
 // manifests are checked strictly by deploy/helm/test.

@@ -33,6 +33,7 @@ func ParseNaming(s string) (Naming, error) {
 	return 0, fmt.Errorf("unknown naming %q (want default or pmproxy)", s)
 }
 
+// String returns the naming's flag value ("default" or "pmproxy").
 func (n Naming) String() string {
 	if n == NamingPmproxy {
 		return "pmproxy"
@@ -50,6 +51,7 @@ const (
 	Info // a STRING metric: <name>_info{value="..."} 1 (a gauge in text format 0.0.4)
 )
 
+// String returns the type's name: "counter", "gauge" or "info".
 func (t Type) String() string {
 	switch t {
 	case Counter:

@@ -27,10 +27,11 @@ func (r InterpRule) String() string {
 // s_prior / s_next): no record found, a value, or a <mark> record.
 type BoundKind uint8
 
+// Bound kinds.
 const (
-	BoundUndefined BoundKind = iota
-	BoundValue
-	BoundMark
+	BoundUndefined BoundKind = iota // no record found on this side
+	BoundValue                      // a value
+	BoundMark                       // a <mark> record: no value across it
 )
 
 // Bound is the observation of one metric instance on one side of a

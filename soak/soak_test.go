@@ -28,7 +28,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
-	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 const writers = 6
@@ -42,13 +42,13 @@ func writer(ctx context.Context, t *testing.T, dir string, id int, report func(e
 	k := uint64(0)
 	extra := 0
 	for ctx.Err() == nil {
-		cfg := mmv.WriterConfig{Metrics: []mmv.MetricDef{
-			{Name: "value", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}},
+		cfg := mmvwrite.Config{Metrics: []mmvwrite.MetricDef{
+			{Name: "value", Item: 1, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}},
 		}}
 		for i := 0; i < extra; i++ {
-			cfg.Metrics = append(cfg.Metrics, mmv.MetricDef{Name: fmt.Sprintf("extra%d", i), Item: uint32(i + 2), Type: mmv.TypeDouble, Sem: semantics.SemInstant})
+			cfg.Metrics = append(cfg.Metrics, mmvwrite.MetricDef{Name: fmt.Sprintf("extra%d", i), Item: uint32(i + 2), Type: mmvwrite.TypeDouble, Sem: semantics.SemInstant})
 		}
-		w, err := mmv.NewWriter(path, cfg)
+		w, err := mmvwrite.New(path, cfg)
 		if err != nil {
 			report(fmt.Errorf("writer %d: %w", id, err))
 			return

@@ -56,6 +56,18 @@ type Result struct {
 	Sets []ValueSet
 }
 
+// Optional capabilities. A source implements those that apply to it; a
+// wrapper (derived metrics, a pinned view) forwards them by implementing
+// Wrapper, and consumers ask through the *Of functions below, which look
+// through wrappers. Nothing else is discovered by type assertion.
+
+// Wrapper is implemented by sources that wrap another one (derive.Source):
+// the capabilities below are the wrapped source's unless the wrapper
+// implements them itself.
+type Wrapper interface {
+	Unwrap() Source
+}
+
 // Epoched is implemented by sources whose metric set can change under a
 // reader between calls: an MMV directory renumbers clusters when files come
 // and go, so after a rescan a PMID can name another file's metric. Epoch
@@ -67,13 +79,101 @@ type Epoched interface {
 	Epoch() uint64
 }
 
+// Generations is implemented by sources that know when a metric's counters
+// started: an MMV file's generation (its creation time), an archive's start
+// or its last mark, pmcd's start. Generation returns the zero time when it
+// is not known (or pmid is not the source's).
+type Generations interface {
+	Generation(pmid semantics.PMID) time.Time
+}
+
+// FileSet is implemented by sources that read a changing set of files (an
+// MMV directory): how many of the files seen are exported, and how many are
+// skipped (with their reasons logged by the source).
+type FileSet interface {
+	FileCounts() (exported, skipped int)
+}
+
+// Reason says why a source is down; "" when it is up.
+type Reason string
+
+// Reasons a source gives in its Status.
+const (
+	ReasonUp      Reason = ""
+	ReasonMissing Reason = "missing" // what the user named does not exist (yet)
+	ReasonStalled Reason = "stalled" // a followed archive stopped growing
+	ReasonEnded   Reason = "ended"   // a replayed archive reached its end
+	ReasonDown    Reason = "down"    // a server (pmcd) cannot be reached
+	ReasonError   Reason = "error"   // the last read failed
+)
+
+// Status is a source's own account of its health at a time.
+type Status struct {
+	Reason Reason
+	// Detail says why in words (the path, the error), for the log; "" when up.
+	Detail string
+	// Lag is how far the data served at that time is behind it (a followed
+	// archive); negative when the source does not follow real time.
+	Lag time.Duration
+}
+
+// Monitored is implemented by sources that can be missing, stalled, ended
+// or down while their reads still succeed (or before any read).
+type Monitored interface {
+	Status(now time.Time) Status
+}
+
+// capability returns the first of src and the sources it wraps that
+// implements T.
+func capability[T any](src Source) (T, bool) {
+	for src != nil {
+		if c, ok := src.(T); ok {
+			return c, true
+		}
+		w, ok := src.(Wrapper)
+		if !ok {
+			break
+		}
+		src = w.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
+
 // EpochOf returns src's Epoch, 0 for a source whose metric set never
 // changes under a reader.
 func EpochOf(src Source) uint64 {
-	if e, ok := src.(Epoched); ok {
+	if e, ok := capability[Epoched](src); ok {
 		return e.Epoch()
 	}
 	return 0
+}
+
+// GenerationOf returns when pmid's counters started in src (zero: unknown).
+func GenerationOf(src Source, pmid semantics.PMID) time.Time {
+	if g, ok := capability[Generations](src); ok {
+		return g.Generation(pmid)
+	}
+	return time.Time{}
+}
+
+// FileCountsOf returns src's file counts; ok is false for a source that
+// reads no changing set of files.
+func FileCountsOf(src Source) (exported, skipped int, ok bool) {
+	if f, ok := capability[FileSet](src); ok {
+		e, s := f.FileCounts()
+		return e, s, true
+	}
+	return 0, 0, false
+}
+
+// StatusOf returns src's Status at now: up with no lag for a source that
+// does not report one.
+func StatusOf(src Source, now time.Time) Status {
+	if m, ok := capability[Monitored](src); ok {
+		return m.Status(now)
+	}
+	return Status{Lag: -1}
 }
 
 // Source is a PCP data source.

@@ -44,10 +44,38 @@ type Sample struct {
 
 // Sink receives samples in time order.
 type Sink interface {
-	// Write stores a batch; rejected counts samples the destination refused
-	// for good (with the first such error), which Run reports.
-	Write(batch []Sample) (rejected int, err error)
+	// Write stores a batch and says what became of its samples: accepted
+	// (stored, or acknowledged by the receiver), rejected for good with a
+	// reason (the run goes on without them), or neither (not stored, or
+	// sent without an answer). A non-nil error means the sink cannot go
+	// on: the run stops. ctx ends with the run (SIGINT).
+	Write(ctx context.Context, batch []Sample) (Outcome, error)
 	Close() error
+}
+
+// Outcome is what a sink did with a batch.
+type Outcome struct {
+	Accepted int
+	Rejected []Rejection
+}
+
+// Rejection counts samples refused for one reason.
+type Rejection struct {
+	// Reason is a short class ("out of order", "HTTP 400"), the key of
+	// Stats.RejectedBy.
+	Reason string
+	N      int
+	// Detail is the receiver's message, with what to do about it.
+	Detail string
+}
+
+// rejected is the number of samples o rejects.
+func (o Outcome) rejected() int {
+	n := 0
+	for _, r := range o.Rejected {
+		n += r.N
+	}
+	return n
 }
 
 // Options describe one backfill.
@@ -69,13 +97,31 @@ type Options struct {
 	// Families, when set, restricts the samples to these family names (the
 	// OpenMetrics writer goes family by family).
 	Families map[string]bool
+	// Labels are added to every series (replacing a mapped label of the
+	// same name), as vmctl's extra labels: job and instance, to join the
+	// series with scraped ones.
+	Labels []mapping.LabelPair
+	// FailFast stops the run at the first rejected batch; otherwise a
+	// rejected batch is counted, reported and the run goes on (as
+	// Prometheus's remote-write client drops a batch refused as invalid).
+	FailFast bool
+	// TempDir holds the OpenMetrics writer's temporary files (default:
+	// the system's); see WriteOpenMetrics.
+	TempDir string
 }
 
-// Stats counts what a backfill read and wrote.
+// Stats counts what a backfill read and wrote. Read = Written + Rejected +
+// Unsent.
 type Stats struct {
 	Read     int64 // samples produced from the archives
-	Written  int64 // samples the sink accepted
+	Written  int64 // samples the sink accepted (the receiver acknowledged)
 	Rejected int64 // samples the sink refused (reported, never silent)
+	// Unsent counts samples read but neither accepted nor rejected: not
+	// sent after the run stopped (an error, SIGINT), or sent without an
+	// answer (interrupted during the request).
+	Unsent int64
+	// RejectedBy counts the rejected samples by reason.
+	RejectedBy map[string]int64
 	// Skipped counts values not turned into samples, by reason: metrics
 	// the mapping skips (aggregate, event, excluded, name_clash) and
 	// per-metric errors recorded in the archive (error).
@@ -84,7 +130,7 @@ type Stats struct {
 	First    time.Time
 	Last     time.Time
 	Progress time.Time // time of the last sample handled
-	Errors   []string  // first rejection errors, at most 10
+	Errors   []string  // first rejection of each reason, at most 10
 }
 
 const batchSize = 4096
@@ -94,7 +140,10 @@ const batchSize = 4096
 // separate runs (or they are read one after the other, which sinks that
 // need time order, TSDB blocks, handle per 2 h window).
 func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
-	st := Stats{Skipped: map[string]int64{}}
+	st := Stats{Skipped: map[string]int64{}, RejectedBy: map[string]int64{}}
+	if err := checkLabels(opts.Labels); err != nil {
+		return st, err
+	}
 	if len(opts.Archives) == 0 {
 		return st, errors.New("backfill: no archive")
 	}
@@ -105,7 +154,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 		}
 		opts.Mapper = m
 	}
-	r := &run{opts: opts, st: &st, byLabels: map[string]*Series{}, w: startWriter(sink)}
+	r := &run{opts: opts, st: &st, byLabels: map[string]*Series{}, w: startWriter(ctx, sink, opts.FailFast)}
 	var err error
 	if opts.Step > 0 {
 		err = r.step(ctx)
@@ -119,6 +168,10 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 		err = werr
 	}
 	st.Series = len(r.byLabels)
+	st.Unsent = st.Read - st.Written - st.Rejected
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	return st, err
 }
 
@@ -126,21 +179,25 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 // order, so that reading and interpolating the archives overlaps with
 // encoding and sending the samples. At most writerDepth batches wait.
 type writer struct {
+	ctx      context.Context
 	sink     Sink
+	failFast bool
 	jobs     chan []Sample
 	free     chan []Sample
 	done     chan struct{}
 	written  atomic.Int64
 	rejected atomic.Int64
 	mu       sync.Mutex
-	errs     []string // the first rejection errors
+	by       map[string]int64
+	errs     []string // the first rejection of each reason
 	err      error    // the sink failed: no batch is written after it
 }
 
 const writerDepth = 2
 
-func startWriter(sink Sink) *writer {
-	w := &writer{sink: sink, jobs: make(chan []Sample, writerDepth), free: make(chan []Sample, writerDepth+1), done: make(chan struct{})}
+func startWriter(ctx context.Context, sink Sink, failFast bool) *writer {
+	w := &writer{ctx: ctx, sink: sink, failFast: failFast, by: map[string]int64{},
+		jobs: make(chan []Sample, writerDepth), free: make(chan []Sample, writerDepth+1), done: make(chan struct{})}
 	go w.loop()
 	return w
 }
@@ -148,22 +205,34 @@ func startWriter(sink Sink) *writer {
 func (w *writer) loop() {
 	defer close(w.done)
 	for batch := range w.jobs {
-		if w.failed() == nil {
-			rej, err := w.sink.Write(batch)
-			w.written.Add(int64(len(batch) - rej))
-			w.rejected.Add(int64(rej))
-			w.mu.Lock()
-			switch {
-			case err != nil && rej > 0: // refused samples: counted and reported, never fatal
-				if len(w.errs) < 10 {
-					w.errs = append(w.errs, err.Error())
-				}
-			case err != nil:
-				w.err = err
-			}
-			w.mu.Unlock()
+		if w.failed() == nil && w.ctx.Err() == nil {
+			out, err := w.sink.Write(w.ctx, batch)
+			w.account(out, err)
 		}
 		w.free <- batch[:0]
+	}
+}
+
+// account adds a batch's outcome.
+func (w *writer) account(out Outcome, err error) {
+	w.written.Add(int64(out.Accepted))
+	w.rejected.Add(int64(out.rejected()))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range out.Rejected {
+		if r.N == 0 {
+			continue
+		}
+		if w.by[r.Reason] == 0 && len(w.errs) < 10 {
+			w.errs = append(w.errs, r.Detail)
+		}
+		w.by[r.Reason] += int64(r.N)
+		if w.failFast && err == nil {
+			err = fmt.Errorf("%d samples rejected (--fail-fast): %s", r.N, r.Detail)
+		}
+	}
+	if err != nil && w.err == nil {
+		w.err = err
 	}
 }
 
@@ -189,6 +258,11 @@ func (w *writer) finish(st *Stats) error {
 	close(w.jobs)
 	<-w.done
 	w.count(st)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, v := range w.by {
+		st.RejectedBy[k] += v
+	}
 	st.Errors = append(st.Errors, w.errs...)
 	return w.err
 }
@@ -278,6 +352,7 @@ func (r *run) lookup(fi int, inst int32, info string) *Series {
 	if f.Type == mapping.Info {
 		ls = append(ls, mapping.LabelPair{Name: mapping.InfoValueLabel, Value: info})
 	}
+	ls = withLabels(ls, r.opts.Labels)
 	sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
 	var key strings.Builder
 	for _, l := range ls {
@@ -347,6 +422,9 @@ func (r *run) flush() error {
 		return nil
 	}
 	if err := r.w.failed(); err != nil {
+		return err
+	}
+	if err := r.w.ctx.Err(); err != nil {
 		return err
 	}
 	r.batch = r.w.send(r.batch)

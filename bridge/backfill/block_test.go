@@ -38,7 +38,19 @@ type blockWriterSink struct {
 	refs   map[int]storage.SeriesRef
 }
 
-func (s *blockWriterSink) Write(batch []Sample) (rejected int, err error) {
+func (s *blockWriterSink) Write(_ context.Context, batch []Sample) (Outcome, error) {
+	n, err := s.write(batch)
+	if err != nil && n == 0 {
+		return Outcome{}, err
+	}
+	out := Outcome{Accepted: len(batch) - n}
+	if n > 0 {
+		out.Rejected = []Rejection{{Reason: "any", N: n, Detail: err.Error()}}
+	}
+	return out, nil
+}
+
+func (s *blockWriterSink) write(batch []Sample) (rejected int, err error) {
 	rangeMs := blockRange.Milliseconds()
 	var first error
 	for _, smp := range batch {
@@ -196,13 +208,13 @@ func blockStreams() (samples []Sample, wantRejected int) {
 func writeStreams(t *testing.T, sink Sink, samples []Sample) (rejected int, errs []string) {
 	t.Helper()
 	for i := 0; i < len(samples); i += 1000 {
-		n, err := sink.Write(samples[i:min(i+1000, len(samples))])
-		rejected += n
-		switch {
-		case err != nil && n > 0:
-			errs = append(errs, err.Error())
-		case err != nil:
+		out, err := sink.Write(context.Background(), samples[i:min(i+1000, len(samples))])
+		if err != nil {
 			t.Fatal(err)
+		}
+		if n := out.rejected(); n > 0 {
+			rejected += n
+			errs = append(errs, out.Rejected[0].Detail)
 		}
 	}
 	if err := sink.Close(); err != nil {

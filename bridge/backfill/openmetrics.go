@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
@@ -23,13 +25,20 @@ import (
 // memory.
 const familiesPerPass = 64
 
+// omTempPrefix starts the names of the temporary files, followed by the
+// writing process's id.
+const omTempPrefix = ".pcp-exporter-om-"
+
 // WriteOpenMetrics writes the samples as an OpenMetrics text file that
 // `promtool tsdb create-blocks-from openmetrics` accepts: families one after
 // the other (HELP, TYPE and UNIT first), timestamps in seconds, "# EOF"
 // last; with created, a _created sample after each counter sample (see
-// bridge.Format: promtool stores them as series of their own).
+// bridge.Format: promtool stores them as series of their own). The
+// temporary files go to opts.TempDir (the output's directory, for the
+// command), where those a killed run left are removed.
 func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer, created bool) (Stats, error) {
-	total := Stats{Skipped: map[string]int64{}}
+	total := Stats{Skipped: map[string]int64{}, RejectedBy: map[string]int64{}}
+	removeStaleTemps(opts.TempDir)
 	names, err := familyNames(opts)
 	if err != nil {
 		return total, err
@@ -37,7 +46,7 @@ func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer, created bo
 	bw := bufio.NewWriterSize(w, 1<<16)
 	for i := 0; i < len(names); i += familiesPerPass {
 		group := names[i:min(i+familiesPerPass, len(names))]
-		sink, err := newOMSink(group, created)
+		sink, err := newOMSink(opts.TempDir, group, created)
 		if err != nil {
 			return total, err
 		}
@@ -54,6 +63,11 @@ func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer, created bo
 		total.Read += st.Read
 		total.Written += st.Written
 		total.Rejected += st.Rejected
+		total.Unsent += st.Unsent
+		for k, v := range st.RejectedBy {
+			total.RejectedBy[k] += v
+		}
+		total.Errors = append(total.Errors, st.Errors...)
 		total.Series += st.Series
 		for k, v := range st.Skipped {
 			if i == 0 || !strings.HasPrefix(k, "metric_") {
@@ -137,10 +151,34 @@ type omSeries struct {
 	createdV []byte
 }
 
-func newOMSink(names []string, created bool) (*omSink, error) {
+// removeStaleTemps removes the temporary files of writers in dir that no
+// longer run (killed before they could remove them).
+func removeStaleTemps(dir string) {
+	if dir == "" {
+		return
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), omTempPrefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		pid, _, _ := strings.Cut(rest, "-")
+		n, err := strconv.Atoi(pid)
+		if err != nil || n <= 0 || n != os.Getpid() && syscall.Kill(n, 0) != syscall.ESRCH {
+			continue // not ours, or its writer still runs
+		}
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
+}
+
+func newOMSink(dir string, names []string, created bool) (*omSink, error) {
 	s := &omSink{created: created, names: names, files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}, head: map[string]bool{}}
 	for _, n := range names {
-		f, err := os.CreateTemp("", "pcp-exporter-om-")
+		f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-", omTempPrefix, os.Getpid()))
 		if err != nil {
 			s.remove()
 			return nil, err
@@ -155,7 +193,7 @@ func newOMSink(names []string, created bool) (*omSink, error) {
 // /metrics in OpenMetrics writes it (bridge's encoder: HELP, TYPE and UNIT
 // first, info families typed info), with its timestamp in seconds, and a
 // _created sample after every counter sample if asked for.
-func (s *omSink) Write(batch []Sample) (int, error) {
+func (s *omSink) Write(_ context.Context, batch []Sample) (Outcome, error) {
 	for i := range batch {
 		smp := &batch[i]
 		f := smp.Series.Family
@@ -196,10 +234,10 @@ func (s *omSink) Write(batch []Sample) (int, error) {
 		}
 		s.line = b
 		if _, err := w.Write(b); err != nil {
-			return 0, err
+			return Outcome{Accepted: i}, err
 		}
 	}
-	return 0, nil
+	return Outcome{Accepted: len(batch)}, nil
 }
 
 // seriesLabels returns labels without __name__ (sorted, as Series has them).

@@ -3,6 +3,8 @@ package backfill
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -29,10 +31,15 @@ var resourceLabels = map[string]string{"hostname": string(semconv.HostNameKey), 
 // exporter: counters as monotonic cumulative sums (start time: the series'
 // first sample, renewed when it goes down), other metrics as gauges, named
 // with their PCP names and UCUM units as the live push names them. A failed
-// export (after the exporter's retries) stops the backfill.
+// export (after the exporter's retries) stops the backfill; data points a
+// receiver refuses in a partial success are counted as rejected.
+//
+// Idempotence: a retried or rerun export is stored again by receivers that
+// keep every point (the collector passes each on); a Prometheus receiver
+// behind it ignores equal samples, VictoriaMetrics needs
+// -dedup.minScrapeInterval.
 type OTLPSink struct {
 	exp    Exporter
-	ctx    context.Context
 	starts map[*Series]*counterStart
 }
 
@@ -42,18 +49,19 @@ type counterStart struct {
 }
 
 // NewOTLPSink sends through exp.
-func NewOTLPSink(ctx context.Context, exp Exporter) *OTLPSink {
-	return &OTLPSink{exp: exp, ctx: ctx, starts: map[*Series]*counterStart{}}
+func NewOTLPSink(exp Exporter) *OTLPSink {
+	return &OTLPSink{exp: exp, starts: map[*Series]*counterStart{}}
 }
 
 // Write exports one batch as one request per host.
-func (s *OTLPSink) Write(batch []Sample) (int, error) {
+func (s *OTLPSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
 	type key struct {
 		res  string
 		name string
 	}
 	resources := map[string]*resource.Resource{}
 	var resOrder []string
+	points := map[string]int{} // by resource
 	metrics := map[key]*metricdata.Metrics{}
 	var order []key
 	for i := range batch {
@@ -77,6 +85,7 @@ func (s *OTLPSink) Write(batch []Sample) (int, error) {
 			resources[rkey] = resource.NewSchemaless(resAttrs...)
 			resOrder = append(resOrder, rkey)
 		}
+		points[rkey]++
 		k := key{rkey, f.PCPName}
 		m := metrics[k]
 		if m == nil {
@@ -109,6 +118,7 @@ func (s *OTLPSink) Write(batch []Sample) (int, error) {
 			m.Data = d
 		}
 	}
+	var out Outcome
 	for _, rk := range resOrder {
 		rm := metricdata.ResourceMetrics{Resource: resources[rk], ScopeMetrics: []metricdata.ScopeMetrics{{Scope: bridge.Scope}}}
 		for _, k := range order {
@@ -116,11 +126,49 @@ func (s *OTLPSink) Write(batch []Sample) (int, error) {
 				rm.ScopeMetrics[0].Metrics = append(rm.ScopeMetrics[0].Metrics, *metrics[k])
 			}
 		}
-		if err := s.exp.Export(s.ctx, &rm); err != nil {
-			return 0, fmt.Errorf("otlp: %w", err)
+		err := s.exp.Export(ctx, &rm)
+		n := points[rk]
+		if err != nil {
+			rej, msg, ok := partialSuccess(err)
+			if !ok {
+				return out, fmt.Errorf("otlp: %w", err)
+			}
+			rej = min(rej, n)
+			out.Rejected = append(out.Rejected, Rejection{Reason: "partial success", N: rej, Detail: msg})
+			n -= rej
 		}
+		out.Accepted += n
 	}
-	return 0, nil
+	return out, nil
+}
+
+// partialSuccessRE matches the error the OTLP exporters return for a
+// partial success (their internal PartialSuccess type's text).
+var partialSuccessRE = regexp.MustCompile(`^OTLP partial success: (.*) \((\d+) metric data points rejected\)$`)
+
+// partialSuccess reads the rejected count and message of a partial
+// success: every error at the leaves of err's tree must be one; ok is false
+// otherwise.
+func partialSuccess(err error) (rejected int, msg string, ok bool) {
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			n, m, ok := partialSuccess(e)
+			if !ok {
+				return 0, "", false
+			}
+			rejected, msg = rejected+n, m
+		}
+		return rejected, msg, rejected > 0 || msg != ""
+	case interface{ Unwrap() error }:
+		return partialSuccess(u.Unwrap())
+	}
+	m := partialSuccessRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0, "", false
+	}
+	n, _ := strconv.Atoi(m[2])
+	return n, "OTLP partial success: " + m[1], true
 }
 
 // Close shuts the exporter down.

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/klauspost/compress/snappy"
@@ -16,10 +18,19 @@ import (
 )
 
 // RemoteWriteSink sends samples with Prometheus remote write 1.0 (snappy
-// protobuf WriteRequest) in batches, in time order. Network errors, 5xx and
-// 429 answers are retried with exponential backoff (the same request, so a
-// sample is never dropped); other 4xx answers stop the backfill with the
-// receiver's message.
+// protobuf WriteRequest) in batches, in time order, as Prometheus's own
+// remote-write client does: network errors, 5xx and 429 answers are retried
+// with exponential backoff, or after the receiver's Retry-After (the same
+// request, so a sample is never dropped); another 4xx answer rejects the
+// batch for good (counted with the receiver's reason, and the run goes on).
+// A 2xx answer is the receiver's acknowledgement: the batch is never sent
+// again, whatever happens to the rest of the answer.
+//
+// Idempotence: a request that times out or loses its answer after the
+// receiver stored it is sent again. Prometheus ignores a sample equal to
+// the one it holds (same series, timestamp and value), so retries and
+// reruns add nothing; VictoriaMetrics stores it twice unless it runs with
+// -dedup.minScrapeInterval (1ms keeps one sample per timestamp).
 type RemoteWriteSink struct {
 	URL     string
 	Client  *http.Client
@@ -27,8 +38,10 @@ type RemoteWriteSink struct {
 	Headers map[string]string
 	// MaxRetryTime bounds the retries of one request (default 10 minutes).
 	MaxRetryTime time.Duration
-	// MinBackoff and MaxBackoff bound the wait between retries.
+	// MinBackoff and MaxBackoff bound the wait between retries; a
+	// Retry-After answer waits as long as it says, up to MaxRetryAfter.
 	MinBackoff, MaxBackoff time.Duration
+	MaxRetryAfter          time.Duration
 	// Retries counts the retried requests.
 	Retries int
 
@@ -42,12 +55,12 @@ func NewRemoteWriteSink(url string, logger *slog.Logger) *RemoteWriteSink {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &RemoteWriteSink{URL: url, Client: &http.Client{Timeout: 30 * time.Second}, Logger: logger,
-		MaxRetryTime: 10 * time.Minute, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
+		MaxRetryTime: 10 * time.Minute, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxRetryAfter: 5 * time.Minute}
 }
 
 // Write sends a batch as one request: one TimeSeries per series, its
 // samples in time order.
-func (s *RemoteWriteSink) Write(batch []Sample) (int, error) {
+func (s *RemoteWriteSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
 	order := []*Series{}
 	bySeries := map[*Series][]int{}
 	for i := range batch {
@@ -84,40 +97,91 @@ func (s *RemoteWriteSink) Write(batch []Sample) (int, error) {
 	}
 	s.buf = b
 	s.comp = snappy.Encode(s.comp[:cap(s.comp)], b)
-	return 0, s.send(s.comp)
+	err := s.send(ctx, s.comp)
+	var rej *rejectedError
+	switch {
+	case err == nil:
+		return Outcome{Accepted: len(batch)}, nil
+	case errors.As(err, &rej):
+		return Outcome{Rejected: []Rejection{{Reason: rej.reason, N: len(batch), Detail: rej.Error()}}}, nil
+	}
+	return Outcome{}, err
 }
 
 // ErrRejected wraps a 4xx answer of the receiver.
 var ErrRejected = errors.New("remote write rejected")
 
-func (s *RemoteWriteSink) send(body []byte) error {
+// rejectedError is a 4xx answer other than 429: the batch is invalid for
+// the receiver.
+type rejectedError struct {
+	reason string // class, for counting
+	msg    string
+}
+
+func (e *rejectedError) Error() string { return e.msg }
+func (e *rejectedError) Unwrap() error { return ErrRejected }
+
+// retryAfterError is a 429 or 5xx answer, with the wait it asks for.
+type retryAfterError struct {
+	msg  string
+	wait time.Duration // 0: none given
+}
+
+func (e *retryAfterError) Error() string { return e.msg }
+
+func (s *RemoteWriteSink) send(ctx context.Context, body []byte) error {
 	backoff := s.MinBackoff
 	deadline := time.Now().Add(s.MaxRetryTime)
 	for attempt := 0; ; attempt++ {
-		err := s.post(body)
+		err := s.post(ctx, body)
 		if err == nil {
 			return nil
 		}
 		if errors.Is(err, ErrRejected) {
 			return err
 		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("remote write: interrupted after %d attempts: %w", attempt+1, ctx.Err())
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("remote write: giving up after %d attempts: %w", attempt+1, err)
 		}
-		s.Retries++
-		s.Logger.Warn("remote write failed, retrying", "err", err, "backoff", backoff)
-		time.Sleep(backoff)
-		backoff *= 2
-		if backoff > s.MaxBackoff {
-			backoff = s.MaxBackoff
+		wait := backoff
+		var ra *retryAfterError
+		if errors.As(err, &ra) && ra.wait > 0 {
+			wait = min(ra.wait, s.MaxRetryAfter)
 		}
+		s.Retries++
+		s.Logger.Warn("remote write failed, retrying", "err", err, "wait", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("remote write: interrupted after %d attempts (last: %v): %w", attempt+1, err, ctx.Err())
+		case <-t.C:
+		}
+		backoff = min(2*backoff, s.MaxBackoff)
 	}
 }
 
-func (s *RemoteWriteSink) post(body []byte) error {
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, s.URL, bytes.NewReader(body))
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func parseRetryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(h); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+func (s *RemoteWriteSink) post(ctx context.Context, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRejected, err)
+		return &rejectedError{reason: "bad request", msg: err.Error()}
 	}
 	req.Header.Set("Content-Encoding", "snappy")
 	req.Header.Set("Content-Type", "application/x-protobuf")
@@ -131,15 +195,38 @@ func (s *RemoteWriteSink) post(body []byte) error {
 		return err
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	switch {
-	case resp.StatusCode/100 == 2:
+	if resp.StatusCode/100 == 2 {
+		// acknowledged: the body is not waited for
 		return nil
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode/100 == 5:
-		return fmt.Errorf("%s: %s: %s", s.URL, resp.Status, bytes.TrimSpace(msg))
-	default:
-		return fmt.Errorf("%w: %s: %s: %s", ErrRejected, s.URL, resp.Status, bytes.TrimSpace(msg))
 	}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	text := fmt.Sprintf("%s: %s: %s", s.URL, resp.Status, bytes.TrimSpace(msg))
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode/100 == 5 {
+		return &retryAfterError{msg: text, wait: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	}
+	reason, hint := rejectionCause(resp.StatusCode, string(msg))
+	if hint != "" {
+		text += " (" + hint + ")"
+	}
+	return &rejectedError{reason: reason, msg: text}
+}
+
+// rejectionCause classifies a refusal by the receiver's message, and says
+// what to do about the refusals Prometheus gives to old samples.
+func rejectionCause(code int, msg string) (reason, hint string) {
+	m := strings.ToLower(msg)
+	const blocks = "or write TSDB blocks (--output tsdb:DIR) and move them into its data directory"
+	switch {
+	case strings.Contains(m, "out of bounds"):
+		return "out of bounds", "older than the receiver's head accepts (about an hour before its newest sample): give Prometheus an out-of-order window covering the backfill (storage.tsdb.out_of_order_time_window), " + blocks
+	case strings.Contains(m, "too old"):
+		return "too old", "older than the receiver's out-of-order window: widen storage.tsdb.out_of_order_time_window, " + blocks
+	case strings.Contains(m, "out of order"):
+		return "out of order", "older than the series' newest sample in the receiver: give Prometheus an out-of-order window (storage.tsdb.out_of_order_time_window), " + blocks
+	case strings.Contains(m, "duplicate sample"):
+		return "duplicate sample", "the receiver holds another value at that timestamp: the series were written before with other values"
+	}
+	return fmt.Sprintf("HTTP %d", code), ""
 }
 
 // Close does nothing: every Write is sent when it returns.

@@ -1,13 +1,18 @@
 package backfill
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
 )
 
 // blockRange is the time range of the blocks written: Prometheus's default
@@ -32,20 +37,30 @@ type TSDBSink struct {
 	lsets []labels.Labels
 }
 
-// NewTSDBSink writes blocks into dir (created if needed).
+// NewTSDBSink writes blocks into dir (created if needed). The blocks a
+// killed run left half-written there are removed, as Prometheus removes
+// them when it opens its data directory.
 func NewTSDBSink(dir string, logger *slog.Logger) *TSDBSink {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, "*"+tmpForCreation)); len(tmps) > 0 {
+		for _, t := range tmps {
+			if err := os.RemoveAll(t); err != nil {
+				logger.Warn("removing a block a killed run left", "dir", t, "err", err)
+			}
+		}
+	}
 	return &TSDBSink{dir: dir, logger: logger, window: -1}
 }
 
-// Write appends samples; it returns how many were refused as the TSDB head
-// refuses them (older than the series' last sample, or at its timestamp
-// with another value), with the first error.
-func (s *TSDBSink) Write(batch []Sample) (rejected int, err error) {
+// Write appends samples; it rejects those the TSDB head refuses (older
+// than the series' last sample, or at its timestamp with another value).
+// The samples are accepted into the block being filled, which is written
+// when the next window starts or at Close.
+func (s *TSDBSink) Write(_ context.Context, batch []Sample) (out Outcome, err error) {
 	rangeMs := blockRange.Milliseconds()
-	var first error
+	byReason := map[string]int{}
 	for i := range batch {
 		smp := &batch[i]
 		win := smp.T - smp.T%rangeMs
@@ -54,7 +69,7 @@ func (s *TSDBSink) Write(batch []Sample) (rejected int, err error) {
 		}
 		if win != s.window || s.w == nil {
 			if err := s.flush(); err != nil {
-				return rejected, err
+				return out, err
 			}
 			// The BlockWriter's head has twice the block range as
 			// chunk range.
@@ -86,14 +101,31 @@ func (s *TSDBSink) Write(batch []Sample) (rejected int, err error) {
 			err = s.w.append(ser, smp.T, smp.V)
 		}
 		if err != nil {
-			rejected++
-			if first == nil {
-				first = fmt.Errorf("%s at %d: %w", lset.String(), smp.T, err)
+			reason := tsdbReason(err)
+			i, ok := byReason[reason]
+			if !ok {
+				i = len(out.Rejected)
+				byReason[reason] = i
+				out.Rejected = append(out.Rejected, Rejection{Reason: reason, Detail: fmt.Sprintf("%s at %d: %v", lset.String(), smp.T, err)})
 			}
+			out.Rejected[i].N++
 			err = nil
+			continue
 		}
+		out.Accepted++
 	}
-	return rejected, first
+	return out, nil
+}
+
+// tsdbReason classifies a refusal of the head's rules.
+func tsdbReason(err error) string {
+	switch {
+	case errors.Is(err, storage.ErrOutOfOrderSample):
+		return "out of order"
+	case errors.Is(err, storage.ErrDuplicateSampleForTimestamp):
+		return "duplicate sample"
+	}
+	return "invalid sample"
 }
 
 func (s *TSDBSink) flush() error {

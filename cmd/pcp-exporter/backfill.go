@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -37,14 +39,17 @@ type backfillFlags struct {
 	naming    string
 	derived   *derivedFlags
 	quiet     bool
+	labels    []string
+	failFast  bool
+	timeout   time.Duration
 	omCreated bool
 
 	otlpInsecure bool
 	otlpHeaders  map[string]string
 }
 
-func init() {
-	addCommand(command{
+func backfillCommand() command {
+	return command{
 		name: "backfill",
 		help: "Write the history of PCP archives into Prometheus TSDB blocks, remote write, OTLP or an OpenMetrics file, mapped as serve maps them.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
@@ -59,6 +64,9 @@ func init() {
 			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mapping)
 			cmd.Flag("naming", "Naming: default or pmproxy (as for serve).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
 			cmd.Flag("quiet", "No progress display.").BoolVar(&f.quiet)
+			cmd.Flag("label", "A label added to every series, replacing a mapped one of the same name (NAME=VALUE, repeatable): job and instance join backfilled series with scraped ones.").PlaceHolder("NAME=VALUE").StringsVar(&f.labels)
+			cmd.Flag("fail-fast", "Stop at the first batch the destination rejects (by default it is counted, reported and the backfill goes on).").BoolVar(&f.failFast)
+			cmd.Flag("remote-write.timeout", "With remote-write: timeout of one request; a request without an answer is sent again (see the README on duplicates).").Default("30s").DurationVar(&f.timeout)
 			cmd.Flag("openmetrics.created", "With openmetrics:FILE, a _created sample after each counter sample: the series' first sample, or the sample before a reset. Prometheus stores them as series of their own unless its created-timestamp ingestion is on.").BoolVar(&f.omCreated)
 			cmd.Flag("otlp.insecure", "With otlp-grpc: no TLS.").BoolVar(&f.otlpInsecure)
 			f.otlpHeaders = map[string]string{}
@@ -66,7 +74,7 @@ func init() {
 			f.derived = addDerivedFlags(cmd)
 			return func() error { return runBackfill(f, os.Stderr) }
 		},
-	})
+	}
 }
 
 func isTerminal(f *os.File) bool {
@@ -108,7 +116,19 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 			origin = a.Label().Start
 		}
 	}
-	opts := backfill.Options{Archives: as, Mapper: mapper, Step: f.step}
+	opts := backfill.Options{Archives: as, Mapper: mapper, Step: f.step, FailFast: f.failFast}
+	seen := map[string]bool{}
+	for _, l := range f.labels {
+		lp, err := backfill.ParseLabel(l)
+		if err != nil {
+			return usagef("--label: %v", err)
+		}
+		if seen[lp.Name] {
+			return usagef("--label: %s given twice", lp.Name)
+		}
+		seen[lp.Name] = true
+		opts.Labels = append(opts.Labels, lp)
+	}
 	if f.interp == "prior" {
 		opts.Interp = semantics.InterpPrior
 	}
@@ -137,6 +157,10 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends the process at once
+	}()
 	var st backfill.Stats
 	switch kind {
 	case "tsdb":
@@ -147,12 +171,17 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		}
 	case "remote-write":
 		sink := backfill.NewRemoteWriteSink(dest, logger)
+		if f.timeout <= 0 {
+			return usagef("--remote-write.timeout must be positive")
+		}
+		sink.Client.Timeout = f.timeout
 		st, err = backfill.Run(ctx, opts, sink)
 	case "openmetrics":
 		out, cerr := os.Create(dest)
 		if cerr != nil {
 			return cerr
 		}
+		opts.TempDir = filepath.Dir(dest)
 		st, err = backfill.WriteOpenMetrics(ctx, opts, out, f.omCreated)
 		if cerr := out.Close(); err == nil {
 			err = cerr
@@ -166,7 +195,7 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		if eerr != nil {
 			return fmt.Errorf("otlp: %w", eerr)
 		}
-		sink := backfill.NewOTLPSink(ctx, exp)
+		sink := backfill.NewOTLPSink(exp)
 		st, err = backfill.Run(ctx, opts, sink)
 		if cerr := sink.Close(); err == nil {
 			err = cerr
@@ -177,7 +206,10 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 	if tty {
 		fmt.Fprintln(stderr)
 	}
-	printSummary(stderr, st, time.Since(began))
+	printSummary(stderr, kind, st, time.Since(began))
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted")
+	}
 	if err != nil {
 		return err
 	}
@@ -187,8 +219,10 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 	return nil
 }
 
-func printSummary(w io.Writer, st backfill.Stats, took time.Duration) {
-	fmt.Fprintf(w, "backfill: %d samples read, %d written, %d rejected, %d series", st.Read, st.Written, st.Rejected, st.Series)
+// printSummary says what became of the samples: written counts only those
+// the destination accepted (acknowledged by a receiver).
+func printSummary(w io.Writer, kind string, st backfill.Stats, took time.Duration) {
+	fmt.Fprintf(w, "backfill: %d samples read, %d written (accepted by %s), %d rejected, %d not sent, %d series", st.Read, st.Written, kind, st.Rejected, st.Unsent, st.Series)
 	if !st.First.IsZero() {
 		fmt.Fprintf(w, ", %s .. %s", st.First.UTC().Format(time.RFC3339Nano), st.Last.UTC().Format(time.RFC3339Nano))
 	}
@@ -200,6 +234,14 @@ func printSummary(w io.Writer, st backfill.Stats, took time.Duration) {
 	sort.Strings(reasons)
 	for _, k := range reasons {
 		fmt.Fprintf(w, "backfill: skipped %d (%s)\n", st.Skipped[k], k)
+	}
+	reasons = reasons[:0]
+	for k := range st.RejectedBy {
+		reasons = append(reasons, k)
+	}
+	sort.Strings(reasons)
+	for _, k := range reasons {
+		fmt.Fprintf(w, "backfill: rejected %d (%s)\n", st.RejectedBy[k], k)
 	}
 	for _, e := range st.Errors {
 		fmt.Fprintf(w, "backfill: rejected: %s\n", e)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,8 +60,8 @@ func openMMV(path string, pidCheck bool, logger *slog.Logger) (source.Source, er
 	return f, err
 }
 
-func init() {
-	addCommand(command{
+func fetchCommand() command {
+	return command{
 		name: "fetch",
 		help: "Print the current values of an MMV file or directory.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
@@ -94,7 +95,7 @@ func init() {
 				return fetchValues(os.Stdout, src, *names, *format)
 			}
 		},
-	})
+	}
 }
 
 // selectMetrics expands metric names and subtrees (in argument order, each
@@ -147,7 +148,7 @@ func fetchValues(w io.Writer, src source.Source, args []string, format string) e
 	bw := bufio.NewWriter(w)
 	switch format {
 	case "json":
-		bw.Write(appendFetchJSON(nil, &res, metrics))
+		bw.Write(newJSONLines(metrics).append(nil, res.Time, false, res.Sets))
 	default:
 		bw.WriteString(csvHeader)
 		bw.Write(newCSVRows(metrics, src).append(nil, &res))
@@ -268,21 +269,47 @@ func appendCSVField(b []byte, s string, force bool) []byte {
 	return append(b, '"')
 }
 
-// appendFetchJSON writes one JSON line in the form of dump's records:
+// jsonLines writes values as the CLI contract's JSON lines (dump, fetch and
+// replay): one object per record or fetch,
 // {"time","metrics":[{"pmid","name","values":[{"inst","value"}]}]}, with
-// "error" instead of "values" for a metric whose fetch failed.
-func appendFetchJSON(b []byte, res *source.Result, metrics []source.Metric) []byte {
+// "error" instead of "values" for a metric whose fetch failed. Metric names
+// are escaped once, on first use.
+type jsonLines struct {
+	name func(i int, p semantics.PMID) string // of set i
+	// records: dump's archive records, with a "mark" field after "time"
+	// and values in record order (else in instance id order)
+	records bool
+	names   map[semantics.PMID][]byte
+}
+
+// newJSONLines writes the answers of fetches of metrics (fetch, replay).
+func newJSONLines(metrics []source.Metric) *jsonLines {
+	return &jsonLines{name: func(i int, _ semantics.PMID) string { return metrics[i].Name }, names: map[semantics.PMID][]byte{}}
+}
+
+// append writes the line of one record or answer.
+func (j *jsonLines) append(b []byte, t time.Time, mark bool, sets []source.ValueSet) []byte {
 	b = append(b, `{"time":"`...)
-	b = semantics.AppendTime(b, res.Time)
-	b = append(b, `","metrics":[`...)
-	for i, s := range res.Sets {
+	b = semantics.AppendTime(b, t)
+	b = append(b, '"')
+	if j.records {
+		b = append(b, `,"mark":`...)
+		b = strconv.AppendBool(b, mark)
+	}
+	b = append(b, `,"metrics":[`...)
+	for i, s := range sets {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"pmid":"`...)
 		b = appendPMID(b, s.PMID)
 		b = append(b, `","name":`...)
-		b = semantics.AppendJSONString(b, metrics[i].Name)
+		n, ok := j.names[s.PMID]
+		if !ok {
+			n = semantics.AppendJSONString(nil, j.name(i, s.PMID))
+			j.names[s.PMID] = n
+		}
+		b = append(b, n...)
 		if s.Err != nil {
 			b = append(b, `,"error":`...)
 			b = semantics.AppendJSONString(b, s.Err.Error())
@@ -290,15 +317,19 @@ func appendFetchJSON(b []byte, res *source.Result, metrics []source.Metric) []by
 			continue
 		}
 		b = append(b, `,"values":[`...)
-		for j, v := range sortedValues(s.Values) {
-			if j > 0 {
+		vals := s.Values
+		if !j.records {
+			vals = sortedValues(vals)
+		}
+		for k, v := range vals {
+			if k > 0 {
 				b = append(b, ',')
 			}
 			b = append(b, `{"inst":`...)
 			if v.Inst == semantics.InNull {
 				b = append(b, "null"...)
 			} else {
-				b = appendInt(b, int64(v.Inst))
+				b = strconv.AppendInt(b, int64(v.Inst), 10)
 			}
 			b = append(b, `,"value":`...)
 			b = semantics.AppendJSON(b, v.Value)
@@ -309,6 +340,15 @@ func appendFetchJSON(b []byte, res *source.Result, metrics []source.Metric) []by
 	return append(b, "]}\n"...)
 }
 
+// appendPMID appends a PMID as domain.cluster.item.
+func appendPMID(b []byte, p semantics.PMID) []byte {
+	b = strconv.AppendUint(b, uint64(p.Domain()), 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, uint64(p.Cluster()), 10)
+	b = append(b, '.')
+	return strconv.AppendUint(b, uint64(p.Item()), 10)
+}
+
 // selectedSource restricts a source's metrics to those fetch selected.
 type selectedSource struct {
 	source.Source
@@ -317,14 +357,10 @@ type selectedSource struct {
 
 func (s selectedSource) Metrics() []source.Metric { return s.metrics }
 
-// Generation forwards the generations of an MMV source (the start of its
-// counters, for _created).
-func (s selectedSource) Generation(pmid semantics.PMID) time.Time {
-	if g := bridge.Generations(s.Source); g != nil {
-		return g.Generation(pmid)
-	}
-	return time.Time{}
-}
+// Unwrap returns the source the metrics were selected from: its
+// capabilities (the generations of an MMV source, for _created) are the
+// selection's.
+func (s selectedSource) Unwrap() source.Source { return s.Source }
 
 // fetchOpenMetrics fetches the selected metrics once and writes them as the
 // OpenMetrics exposition serve gives for the source (mapped families, no

@@ -19,8 +19,8 @@ type metadataSource interface {
 	Instances(indom semantics.InDom) []source.Instance
 }
 
-func init() {
-	addCommand(command{
+func infoCommand() command {
+	return command{
 		name: "info",
 		help: "Print the metadata of archives or MMV files as JSON.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
@@ -58,7 +58,7 @@ func init() {
 				return writeInfo(os.Stdout, srcs...)
 			}
 		},
-	})
+	}
 }
 
 // describedSource is a source whose metric list includes the derived

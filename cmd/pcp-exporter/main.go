@@ -1,7 +1,7 @@
 // Command pcp-exporter bridges Performance Co-Pilot data (live MMV files and
 // archives) to Prometheus and OpenTelemetry. This package only wires flags to
-// the packages that do the work; each subcommand lives in its own file and
-// registers itself with addCommand.
+// the packages that do the work; each subcommand lives in its own file, and
+// commands lists them.
 package main
 
 import (
@@ -21,10 +21,10 @@ type command struct {
 	setup      func(cmd *kingpin.CmdClause) func() error
 }
 
-var commands []command
-
-// addCommand registers a subcommand; called from the init of each command file.
-func addCommand(c command) { commands = append(commands, c) }
+// commands returns the subcommands, in the order help lists them.
+func commands() []command {
+	return []command{backfillCommand(), dumpCommand(), fetchCommand(), infoCommand(), replayCommand(), serveCommand()}
+}
 
 // usageError marks an error as bad usage (exit status 2).
 type usageError struct{ error }
@@ -49,7 +49,7 @@ func run(args []string) int {
 	app.UsageWriter(os.Stdout)
 	app.ErrorWriter(os.Stderr)
 	runners := map[string]func() error{}
-	for _, c := range commands {
+	for _, c := range commands() {
 		cc := app.Command(c.name, c.help)
 		if c.isDefault {
 			cc = cc.Default()

@@ -176,25 +176,24 @@ func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prom
 	}, nil
 }
 
-func init() {
-	serveHooks = append(serveHooks, func(cmd *kingpin.CmdClause, sf *serveFlags) {
-		f := addOTLPFlags(cmd)
-		sf.otlpStarters = append(sf.otlpStarters, func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error) {
-			if !f.enabled() {
-				return func() {}, nil
-			}
-			// Sources of its own: a replay read by both the scrapes and the
-			// pushes would be asked for times going back and forth.
-			srcs, closeSrcs, err := open()
-			if err != nil {
-				return nil, err
-			}
-			stop, err := f.startPush(ctx, logger, reg, srcs, mapper)
-			if err != nil {
-				closeSrcs()
-				return nil, err
-			}
-			return func() { stop(); closeSrcs() }, nil
-		})
+// addServeOTLP adds the OTLP push flags to serve and the push to its start.
+func addServeOTLP(cmd *kingpin.CmdClause, sf *serveFlags) {
+	f := addOTLPFlags(cmd)
+	sf.otlpStarters = append(sf.otlpStarters, func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error) {
+		if !f.enabled() {
+			return func() {}, nil
+		}
+		// Sources of its own: a replay read by both the scrapes and the
+		// pushes would be asked for times going back and forth.
+		srcs, closeSrcs, err := open()
+		if err != nil {
+			return nil, err
+		}
+		stop, err := f.startPush(ctx, logger, reg, srcs, mapper)
+		if err != nil {
+			closeSrcs()
+			return nil, err
+		}
+		return func() { stop(); closeSrcs() }, nil
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // otelcol runs the real OpenTelemetry Collector with an OTLP receiver (gRPC
@@ -181,20 +182,20 @@ func readOTLPFile(t *testing.T, path string) []otlpPoint {
 	return out
 }
 
-// TestOTLPPushToCollector pushes an mmv.Writer file and an archive replay to
+// TestOTLPPushToCollector pushes an mmvwrite.Writer file and an archive replay to
 // a real OpenTelemetry Collector over gRPC and over HTTP and checks its file
 // output: names, UCUM units, monotonic cumulative sums with their start
 // times, gauges, attributes and resource.
 func TestOTLPPushToCollector(t *testing.T) {
 	grpcAddr, httpAddr, out := otelcol(t)
 	dir := t.TempDir()
-	w, err := mmv.NewWriter(filepath.Join(dir, "app"), mmv.WriterConfig{
-		Metrics: []mmv.MetricDef{
-			{Name: "requests", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}, OneLine: "requests served"},
-			{Name: "latency", Item: 2, Type: mmv.TypeDouble, Sem: semantics.SemInstant, Units: semantics.Units{DimTime: 1, ScaleTime: 2}, InDom: 1},
-			{Name: "sent", Item: 3, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimSpace: 1, ScaleSpace: 1}},
+	w, err := mmvwrite.New(filepath.Join(dir, "app"), mmvwrite.Config{
+		Metrics: []mmvwrite.MetricDef{
+			{Name: "requests", Item: 1, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}, OneLine: "requests served"},
+			{Name: "latency", Item: 2, Type: mmvwrite.TypeDouble, Sem: semantics.SemInstant, Units: semantics.Units{DimTime: 1, ScaleTime: 2}, InDom: 1},
+			{Name: "sent", Item: 3, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimSpace: 1, ScaleSpace: 1}},
 		},
-		InDoms: []mmv.InDomDef{{Serial: 1, Instances: []mmv.InstanceDef{{ID: 0, Name: "GET"}, {ID: 1, Name: "POST"}}}},
+		InDoms: []mmvwrite.InDomDef{{Serial: 1, Instances: []mmvwrite.InstanceDef{{ID: 0, Name: "GET"}, {ID: 1, Name: "POST"}}}},
 	})
 	if err != nil {
 		t.Fatal(err)

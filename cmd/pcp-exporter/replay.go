@@ -30,8 +30,8 @@ type replayFlags struct {
 	format   string
 }
 
-func init() {
-	addCommand(command{
+func replayCommand() command {
+	return command{
 		name: "replay",
 		help: "Print the values of archives interpolated at regular times, as libpcp's interpolation mode gives them.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
@@ -50,7 +50,7 @@ func init() {
 				return runReplay(os.Stdout, f, dflags, logger)
 			}
 		},
-	})
+	}
 }
 
 // batchGC tunes the garbage collector for a command that runs to its end
@@ -202,7 +202,7 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 	for i, m := range metrics {
 		pmids[i] = m.Desc.PMID
 	}
-	rows := newCSVRows(metrics, src)
+	rows, js := newCSVRows(metrics, src), newJSONLines(metrics)
 	// the rows go out from their own buffer, 64 KiB or more at a time (a
 	// buffered writer would copy them once more)
 	var buf []byte
@@ -222,7 +222,7 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 			return err
 		}
 		if f.format == "json" {
-			buf = appendFetchJSON(buf, &res, metrics)
+			buf = js.append(buf, res.Time, false, res.Sets)
 		} else {
 			buf = rows.append(buf, &res)
 		}

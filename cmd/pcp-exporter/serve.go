@@ -66,12 +66,8 @@ type serveFlags struct {
 	otlpStarters []func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error)
 }
 
-// serveHooks lets other command files (OTLP push) add flags to serve and
-// start with it.
-var serveHooks []func(cmd *kingpin.CmdClause, f *serveFlags)
-
-func init() {
-	addCommand(command{
+func serveCommand() command {
+	return command{
 		name:      "serve",
 		help:      "Serve PCP metrics (MMV files, or archives replayed in real time) on /metrics for Prometheus (the default command).",
 		isDefault: true,
@@ -95,12 +91,10 @@ func init() {
 			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels).").PlaceHolder("FILE").StringVar(&f.mappingFile)
 			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units) or pmproxy (as pmproxy's /metrics).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
 			f.derived = addDerivedFlags(cmd)
-			for _, h := range serveHooks {
-				h(cmd, f)
-			}
+			addServeOTLP(cmd, f)
 			return func() error { return runServe(f) }
 		},
-	})
+	}
 }
 
 // newMapper builds the mapper of --mapping.config and --naming.

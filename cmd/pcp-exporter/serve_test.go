@@ -27,7 +27,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
-	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // TestMain lets tests run this binary as a subprocess: with
@@ -175,8 +175,8 @@ func TestServeNeverWrites(t *testing.T) {
 	dir := t.TempDir()
 	mmvDir := filepath.Join(dir, "mmv")
 	os.Mkdir(mmvDir, 0o755)
-	w, err := mmv.NewWriter(filepath.Join(mmvDir, "app"), mmv.WriterConfig{Metrics: []mmv.MetricDef{
-		{Name: "requests", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}},
+	w, err := mmvwrite.New(filepath.Join(mmvDir, "app"), mmvwrite.Config{Metrics: []mmvwrite.MetricDef{
+		{Name: "requests", Item: 1, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,5 @@
 // Command mmvapp is a small application instrumented with PCP's Memory Mapped
-// Values (MMV) through mmv.Writer, the pure-Go writer in source/mmv (files
+// Values (MMV) through mmvwrite.Writer, the pure-Go writer in source/mmv/mmvwrite (files
 // byte-compatible with libpcp_mmv). It is the application half of the sidecar
 // example: it writes $PCP_TMP_DIR/mmv/<name> (default
 // /var/lib/pcp/tmp/mmv/mmvapp), and pcp-exporter, running beside it and
@@ -38,12 +38,12 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/examples/mmvapp/shop"
-	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 func main() {
 	var (
-		dir      = flag.String("mmv.dir", mmv.DefaultDir(), "directory to write the MMV file into ($PCP_TMP_DIR/mmv)")
+		dir      = flag.String("mmv.dir", mmvwrite.DefaultDir(), "directory to write the MMV file into ($PCP_TMP_DIR/mmv)")
 		name     = flag.String("name", "mmvapp", "MMV file name (the metric prefix mmv.<name>.)")
 		interval = flag.Duration("interval", time.Second, "simulated traffic interval")
 		ticks    = flag.Int("ticks", 0, "stop changing values after this many ticks (0: never); the process keeps running")

@@ -463,11 +463,21 @@ func (a *Archive) instancesAll(indom semantics.InDom) []source.Instance {
 	snaps := a.state().meta.indoms[indom]
 	seen := map[int32]bool{}
 	var out []source.Instance
+	add := func(in source.Instance) {
+		if !seen[in.ID] {
+			seen[in.ID] = true
+			out = append(out, in)
+		}
+	}
 	for _, s := range snaps {
-		for _, in := range s.insts {
-			if !seen[in.ID] {
-				seen[in.ID] = true
-				out = append(out, in)
+		// a delta's base comes before it: an instance it does not
+		// add is already seen
+		for _, in := range s.node.full {
+			add(in)
+		}
+		for _, op := range s.node.ops {
+			if !op.del {
+				add(op.in)
 			}
 		}
 	}
@@ -477,12 +487,13 @@ func (a *Archive) instancesAll(indom semantics.InDom) []source.Instance {
 
 // instancesAt is InstancesAt without labels, shared: not to be changed.
 func (a *Archive) instancesAt(indom semantics.InDom, t time.Time) []source.Instance {
-	snaps := a.state().meta.indoms[indom]
+	m := a.state().meta
+	snaps := m.indoms[indom]
 	i := sort.Search(len(snaps), func(i int) bool { return snaps[i].t.After(t) }) - 1
 	if i < 0 {
 		return nil
 	}
-	return snaps[i].insts
+	return m.materialize(snaps[i].node)
 }
 
 // InstancesAt returns the instance domain in force at t: the newest indom

@@ -9,6 +9,7 @@ type FormatError struct {
 	Msg  string
 }
 
+// Error returns the file, the offset and the message.
 func (e *FormatError) Error() string {
 	return e.File + ": offset " + strconv.FormatInt(e.Off, 10) + ": " + e.Msg
 }

@@ -30,7 +30,7 @@ type Label struct {
 	Zoneinfo string // v3 only
 }
 
-// LabelSize returns the size of the label record of version v.
+// labelSize returns the size of the label record of version v.
 func labelSize(v int) int {
 	if v == 3 {
 		return labelLenV3

@@ -3,7 +3,9 @@ package archive
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
@@ -113,9 +115,37 @@ type metricInfo struct {
 	names []string
 }
 
+// indomSnap is an instance domain from a time on.
 type indomSnap struct {
-	t     time.Time
-	insts []source.Instance // sorted by id; Labels unset
+	t    time.Time
+	node *indomNode
+}
+
+// indomNode holds an instance domain as a full list of instances or as
+// the delta record that changed an earlier one, so that the metadata of an
+// archive with many deltas stays bounded by its .meta file (full copies of
+// B instances for D deltas cost B x D). A delta chain is cut by a full
+// copy once it holds as many changes as the domain has instances: copies
+// cost at most the deltas read, and materializing a node costs the size
+// of the domain plus at most as many changes.
+type indomNode struct {
+	base  *indomNode
+	full  []source.Instance // base == nil: the domain, sorted by id; Labels unset
+	ops   []deltaOp         // base != nil: the changes, sorted by id
+	n     int               // instances in the domain
+	chain int               // changes since the full list
+}
+
+// deltaOp is one instance of a delta record: added, or removed (del).
+type deltaOp struct {
+	in  source.Instance
+	del bool
+}
+
+// matCache is the last node materialized, with its instances.
+type matCache struct {
+	node  *indomNode
+	insts []source.Instance
 }
 
 type labelKey struct {
@@ -146,6 +176,13 @@ type meta struct {
 	labels map[labelKey][]labelRec
 	texts  map[textKey]string
 	off    int64 // bytes of .meta consumed
+	// pending is the length of the incomplete record at off (0: none):
+	// the file is not read again before it holds that much more.
+	pending int64
+	mat     atomic.Pointer[matCache]
+	// states helps parsing deltas; a clone shares it (the node it was
+	// made for tells whether it still holds)
+	states map[semantics.InDom]*indomState
 }
 
 func newMeta() *meta {
@@ -161,12 +198,14 @@ func newMeta() *meta {
 // clone returns a copy that can be extended without disturbing readers of m.
 func (m *meta) clone() *meta {
 	n := &meta{
-		descs:  make(map[semantics.PMID]*metricInfo, len(m.descs)),
-		names:  make(map[string]semantics.PMID, len(m.names)),
-		indoms: make(map[semantics.InDom][]indomSnap, len(m.indoms)),
-		labels: make(map[labelKey][]labelRec, len(m.labels)),
-		texts:  make(map[textKey]string, len(m.texts)),
-		off:    m.off,
+		descs:   make(map[semantics.PMID]*metricInfo, len(m.descs)),
+		names:   make(map[string]semantics.PMID, len(m.names)),
+		indoms:  make(map[semantics.InDom][]indomSnap, len(m.indoms)),
+		labels:  make(map[labelKey][]labelRec, len(m.labels)),
+		texts:   make(map[textKey]string, len(m.texts)),
+		off:     m.off,
+		pending: m.pending,
+		states:  m.states,
 	}
 	for k, v := range m.descs {
 		n.descs[k] = v
@@ -341,6 +380,7 @@ func (m *meta) parseInDom(d *decoder, typ uint32) {
 		return // libpcp drops empty indom records
 	}
 	snaps := m.indoms[indom]
+	var node *indomNode
 	if typ == typeInDomDelta {
 		var prev *indomSnap
 		for i := len(snaps) - 1; i >= 0; i-- {
@@ -354,54 +394,151 @@ func (m *meta) parseInDom(d *decoder, typ uint32) {
 			d.fail("delta for indom %s without an earlier full record", indom)
 			return
 		}
-		insts = applyDelta(prev.insts, insts, del)
+		ops := make([]deltaOp, n)
+		for i := range insts {
+			ops[i] = deltaOp{insts[i], del[i]}
+		}
+		sort.SliceStable(ops, func(i, j int) bool { return ops[i].in.ID < ops[j].in.ID })
+		st := m.parseState(indom, prev.node)
+		changed := false
+		for _, op := range ops {
+			_, present := st.insts[op.in.ID]
+			switch {
+			case op.del && present:
+				delete(st.insts, op.in.ID)
+				changed = true
+			case !op.del && !present:
+				st.insts[op.in.ID] = op.in
+				changed = true
+			}
+		}
+		if !changed && prev.t.Equal(t) {
+			return // the same instances at the same time: a duplicate
+		}
+		node = &indomNode{base: prev.node, ops: ops, n: len(st.insts), chain: prev.node.chain + len(ops)}
+		if node.chain >= max(node.n, 64) {
+			full := st.list()
+			node = &indomNode{full: full, n: len(full)}
+		}
+		st.node = node
 	} else {
 		sort.SliceStable(insts, func(i, j int) bool { return insts[i].ID < insts[j].ID })
+		node = &indomNode{full: insts, n: len(insts)}
 	}
-	for _, s := range snaps {
-		if s.t.Equal(t) && sameInsts(s.insts, insts) {
-			return
-		}
-	}
-	// insert in time order after any record with the same time
+	// insert in time order after any record with the same time, unless
+	// it repeats the last of them (libpcp drops duplicates)
 	i := sort.Search(len(snaps), func(i int) bool { return snaps[i].t.After(t) })
-	ns := make([]indomSnap, 0, len(snaps)+1)
-	ns = append(ns, snaps[:i]...)
-	ns = append(ns, indomSnap{t: t, insts: insts})
-	ns = append(ns, snaps[i:]...)
-	m.indoms[indom] = ns
+	if typ != typeInDomDelta && i > 0 && snaps[i-1].t.Equal(t) && snaps[i-1].node.n == len(insts) && sameInsts(m.materialize(snaps[i-1].node), insts) {
+		return
+	}
+	m.indoms[indom] = slices.Insert(snaps, i, indomSnap{t: t, node: node})
 }
 
-// applyDelta merges a delta (sorted by id; del marks removals) into base.
-func applyDelta(base, delta []source.Instance, del []bool) []source.Instance {
-	type op struct {
-		in  source.Instance
-		del bool
+// indomState is the instances of the last node parsed for a domain, as a
+// map that the next delta changes in place: parsing a delta costs its own
+// size, not the domain's.
+type indomState struct {
+	node  *indomNode
+	insts map[int32]source.Instance
+}
+
+// parseState returns the state of node, made from its instances unless
+// it is the one kept.
+func (m *meta) parseState(indom semantics.InDom, node *indomNode) *indomState {
+	st := m.states[indom]
+	if st != nil && st.node == node {
+		return st
 	}
-	ops := make([]op, len(delta))
-	for i := range delta {
-		ops[i] = op{delta[i], del[i]}
+	ins := m.materialize(node)
+	st = &indomState{node: node, insts: make(map[int32]source.Instance, len(ins))}
+	for _, in := range ins {
+		if _, dup := st.insts[in.ID]; !dup {
+			st.insts[in.ID] = in
+		}
+	}
+	if m.states == nil {
+		m.states = map[semantics.InDom]*indomState{}
+	}
+	m.states[indom] = st
+	return st
+}
+
+// list returns the instances sorted by id.
+func (st *indomState) list() []source.Instance {
+	out := make([]source.Instance, 0, len(st.insts))
+	for _, in := range st.insts {
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// materialize returns the instances of a node, sorted by id: shared, not
+// to be changed. The last one made is kept, for the replay that asks for
+// the same domain fetch after fetch.
+func (m *meta) materialize(n *indomNode) []source.Instance {
+	if n.base == nil {
+		return n.full
+	}
+	if c := m.mat.Load(); c != nil && c.node == n {
+		return c.insts
+	}
+	var chain []*indomNode
+	for ; n.base != nil; n = n.base {
+		chain = append(chain, n)
+	}
+	k := 0
+	for _, c := range chain {
+		k += len(c.ops)
+	}
+	ops := make([]deltaOp, 0, k)
+	for i := len(chain) - 1; i >= 0; i-- { // oldest first
+		ops = append(ops, chain[i].ops...)
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].in.ID < ops[j].in.ID })
-	out := make([]source.Instance, 0, len(base)+len(delta))
+	insts := applyOps(n.full, ops)
+	m.mat.Store(&matCache{chain[0], insts})
+	return insts
+}
+
+// applyOps applies changes (sorted by id, those of one id in the order of
+// their records) to base (sorted by id). An instance added again keeps its
+// first name; one removed and added again takes the new one.
+func applyOps(base []source.Instance, ops []deltaOp) []source.Instance {
+	out := make([]source.Instance, 0, len(base)+len(ops))
 	i, j := 0, 0
 	for i < len(base) || j < len(ops) {
-		switch {
-		case j == len(ops) || i < len(base) && base[i].ID < ops[j].in.ID:
+		if j == len(ops) || i < len(base) && base[i].ID < ops[j].in.ID {
 			out = append(out, base[i])
 			i++
-		case i == len(base) || ops[j].in.ID < base[i].ID:
-			if !ops[j].del {
-				out = append(out, ops[j].in)
-			}
-			j++
-		default: // same id
-			if !ops[j].del {
-				out = append(out, base[i]) // name clash: first name kept
-			}
-			i++
-			j++
+			continue
 		}
+		id := ops[j].in.ID
+		i2 := i
+		for i2 < len(base) && base[i2].ID == id {
+			i2++
+		}
+		present := i2 > i
+		var in source.Instance
+		if present {
+			in = base[i]
+		}
+		kept := present // the base's entries stand as they are
+		for ; j < len(ops) && ops[j].in.ID == id; j++ {
+			switch {
+			case ops[j].del:
+				present, kept = false, false
+			case !present:
+				present, in = true, ops[j].in
+			}
+		}
+		switch {
+		case kept:
+			out = append(out, base[i:i2]...)
+		case present:
+			out = append(out, in)
+		}
+		i = i2
 	}
 	return out
 }
@@ -501,7 +638,7 @@ func (m *meta) parseText(d *decoder) {
 	m.texts[textKey{tt, ident}] = string(rest)
 }
 
-// labelsAt returns the label sets of (typ, ident) in force at the end.
+// latestLabels returns the label sets of (typ, ident) in force at the end.
 func (m *meta) latestLabels(typ semantics.LabelType, ident uint32) []instLabels {
 	recs := m.labels[labelKey{typ, ident}]
 	if len(recs) == 0 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
@@ -178,7 +179,8 @@ func positionRun(t *testing.T, bases []string, rule semantics.InterpRule, start 
 // restamped (time going back in the file, which makes the positioning
 // start over from the archive's start, and two records at one time); the
 // marks parts as one timeline; first fetches at every record's time and 1
-// ms either side, with each rule in turn.
+// ms either side, with each rule in turn (at 12 record times per archive,
+// 4 without PCPX_LONG_TESTS).
 func TestReplayPositionMatchesFullScan(t *testing.T) {
 	type variant struct {
 		name  string
@@ -232,9 +234,13 @@ func TestReplayPositionMatchesFullScan(t *testing.T) {
 	}
 
 	var fromIndex, fromStart, restarts, fetches, saved int
+	starts := 12 // first fetch times per archive
+	if !longtest.Enabled() {
+		starts = 4
+	}
 	for _, v := range vs {
 		times := recordTimes(t, v.bases)
-		step := max(1, len(times)/12)
+		step := max(1, len(times)/starts)
 		vIndex, vStart := 0, 0
 		for i := 0; i < len(times); i += step {
 			for _, d := range []time.Duration{-time.Millisecond, 0, time.Millisecond} {

@@ -133,14 +133,16 @@ type pmState struct {
 	typeErr    bool
 }
 
-// icp is libpcp's instcntl_t: the interpolation bounds of one instance.
-// Times are seconds from the start, -1 when unset.
+// setHint caches the metric at one value set position of the last record:
+// its PMID and state (nil when not replayed); ok once filled.
 type setHint struct {
 	pmid semantics.PMID
 	pm   *pmState
 	ok   bool
 }
 
+// icp is libpcp's instcntl_t: the interpolation bounds of one instance.
+// Times are seconds from the start, -1 when unset.
 type icp struct {
 	// what every fetch reads of every wanted instance first, in one cache
 	// line (its passes, supplies, answer), then the bounds: the update of
@@ -569,7 +571,7 @@ func (r *Replay) failed(err error) error {
 	return err
 }
 
-// next returns the record at window position i, reading it if needed; nil
+// at returns the record at window position i, reading it if needed; nil
 // at the end of the timeline.
 func (r *Replay) at(i int) (*winRec, error) {
 	for len(r.win) <= i {
@@ -1164,43 +1166,79 @@ func (r *Replay) fillWin(w *winRec, rec *Record, ai int) {
 // this many instances get birth and death times (time_caliper).
 const hashThreshold = 16
 
+// caliper gives each instance of a domain that ever holds hashThreshold
+// instances its birth and death times (libpcp's time_caliper), or nil.
+// Birth is the time of the first indom record holding an instance, death
+// the time of the record after the last one holding it (+Inf if that is
+// the last record). The records are taken in time order as changes to the
+// set of instances: a delta on the record before it by its changes alone,
+// so that the cost is that of the .meta records, not records x instances.
 func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
 	type snap struct {
-		t     float64
-		insts map[int32]bool
+		t    float64
+		node *indomNode
+		m    *meta
 	}
 	var snaps []snap
-	big := false
 	for _, a := range r.archives {
-		for _, ct := range a.InDomChanges(indom) {
-			s := snap{t: r.secs(ct), insts: map[int32]bool{}}
-			for _, in := range a.instancesAt(indom, ct) {
-				s.insts[in.ID] = true
+		m := a.state().meta
+		for _, s := range m.indoms[indom] {
+			snaps = append(snaps, snap{t: r.secs(s.t), node: s.node, m: m})
+		}
+	}
+	sort.SliceStable(snaps, func(i, j int) bool { return snaps[i].t < snaps[j].t })
+	out := map[int32][2]float64{}
+	cur := map[int32]bool{}
+	add := func(id int32, t float64) {
+		cur[id] = true
+		c, ok := out[id]
+		if !ok {
+			c[0] = t
+		}
+		c[1] = math.Inf(1)
+		out[id] = c
+	}
+	remove := func(id int32, t float64) {
+		delete(cur, id)
+		c := out[id]
+		c[1] = t
+		out[id] = c
+	}
+	big := false
+	var prev *indomNode
+	for _, s := range snaps {
+		if s.node.base != nil && s.node.base == prev {
+			for _, op := range s.node.ops {
+				switch {
+				case op.del && cur[op.in.ID]:
+					remove(op.in.ID, s.t)
+				case !op.del && !cur[op.in.ID]:
+					add(op.in.ID, s.t)
+				}
 			}
-			if len(s.insts) >= hashThreshold {
-				big = true
+		} else {
+			next := map[int32]bool{}
+			for _, in := range s.m.materialize(s.node) {
+				next[in.ID] = true
 			}
-			snaps = append(snaps, s)
+			for id := range cur {
+				if !next[id] {
+					remove(id, s.t)
+				}
+			}
+			for id := range next {
+				if !cur[id] {
+					add(id, s.t)
+				}
+			}
+		}
+		prev = s.node
+		if len(cur) >= hashThreshold {
+			big = true
 		}
 	}
 	if !big {
 		return nil
-	}
-	sort.SliceStable(snaps, func(i, j int) bool { return snaps[i].t < snaps[j].t })
-	out := map[int32][2]float64{}
-	for i, s := range snaps {
-		for id := range s.insts {
-			c, ok := out[id]
-			if !ok {
-				c = [2]float64{s.t, math.Inf(1)}
-			}
-			if i+1 < len(snaps) {
-				c[1] = snaps[i+1].t
-			} else {
-				c[1] = math.Inf(1)
-			}
-			out[id] = c
-		}
 	}
 	return out
 }

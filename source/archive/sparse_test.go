@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
@@ -88,7 +89,14 @@ func sparseTimelines(t *testing.T) (names []string, sets, clean [][]*Archive) {
 // and sparse ones (the reading switches between the prefetching goroutine
 // and sparse reading), over every metric and over the metrics that have
 // values in most records (whose runs are the ones passed over).
+//
+// Without PCPX_LONG_TESTS each timeline replays a third of the schedules,
+// a different third for consecutive timelines.
 func TestReplaySparse(t *testing.T) {
+	sparseEvery := 3
+	if longtest.Enabled() {
+		sparseEvery = 1
+	}
 	names, sets, clean := sparseTimelines(t)
 	// walkers a few records ahead: the batches' ends are met often, and a
 	// walker not stopped stays blocked (the archives are small)
@@ -178,6 +186,9 @@ func TestReplaySparse(t *testing.T) {
 		}
 		timelinePassed := 0
 		for si, ts := range schedules {
+			if (si+ti)%sparseEvery != 0 {
+				continue
+			}
 			for _, pmids := range [][]semantics.PMID{all, regular} {
 				rule := []semantics.InterpRule{semantics.InterpNearest, semantics.InterpPrior}[rng.Intn(2)]
 				want, _, _ := sparseRows(t, as, rule, ts, pmids, true)

@@ -137,8 +137,9 @@ func TestRewriteInPlace(t *testing.T) {
 	for _, m := range f.Metrics() {
 		pmids = append(pmids, m.Desc.PMID)
 	}
-	g1 := (*uint64)(unsafe.Pointer(&w.data[8]))
-	g2 := (*uint64)(unsafe.Pointer(&w.data[16]))
+	data := mapped(t, path)
+	g1 := (*uint64)(unsafe.Pointer(&data[8]))
+	g2 := (*uint64)(unsafe.Pointer(&data[16]))
 	base := atomic.LoadUint64(g1)
 	var stop atomic.Bool
 	var rewrites atomic.Uint64

@@ -109,11 +109,13 @@ func TestDirLifecycle(t *testing.T) {
 	// A file rewritten in place gets a new generation.
 	w := write(t, filepath.Join(dir, "delta"), oneMetric(0, 0, "d"), 5)
 	step("delta added", "mmv.beta.b2 70.1.7=20; mmv.delta.d 70.2.1=5; mmv.gamma_np.g 70.5.1=3")
-	g2 := (*uint64)(unsafe.Pointer(&w.data[16]))
+	data := mapped(t, w.Path())
+	gen := ne.Uint64(data[8:])
+	g2 := (*uint64)(unsafe.Pointer(&data[16]))
 	atomic.StoreUint64(g2, 0)
 	step("delta in flux", "mmv.beta.b2 70.1.7=20; mmv.gamma_np.g 70.5.1=3")
-	atomic.StoreUint64((*uint64)(unsafe.Pointer(&w.data[8])), w.gen+1)
-	atomic.StoreUint64(g2, w.gen+1)
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&data[8])), gen+1)
+	atomic.StoreUint64(g2, gen+1)
 	step("delta published again", "mmv.beta.b2 70.1.7=20; mmv.delta.d 70.2.1=5; mmv.gamma_np.g 70.5.1=3")
 
 	// Duplicate header clusters collide: the PMID resolves to the first

@@ -1,4 +1,4 @@
-// Package mmv reads and writes PCP Memory Mapped Value (MMV) files, the
+// Package mmv reads PCP Memory Mapped Value (MMV) files, the
 // files that libpcp_mmv instrumented applications publish in
 // $PCP_TMP_DIR/mmv and that pmdammv (PMDA domain 70) exports.
 //
@@ -14,6 +14,8 @@
 //     NOPREFIX), PMIDs 70.<cluster>.<item>, instance domains
 //     70.(cluster<<11 | serial), cluster assignment in a directory;
 //   - File (one MMV file) and Dir (a directory whose files come, go and are
-//     replaced), both implementing source.Source;
-//   - Writer, a pure-Go writer of files byte-compatible with libpcp_mmv.
+//     replaced), both implementing source.Source.
+//
+// Applications write MMV files with package mmvwrite; the layout both
+// share is in internal/layout.
 package mmv

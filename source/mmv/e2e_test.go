@@ -19,8 +19,13 @@ func fillValues(t testing.TB, w *Writer, cfg WriterConfig, seed int) {
 		insts := []string{""}
 		if !singular(m.InDom) {
 			insts = nil
-			for _, x := range cfg.indom(m.InDom).Instances {
-				insts = append(insts, x.Name)
+			for _, in := range cfg.InDoms {
+				if in.Serial == m.InDom {
+					for _, x := range in.Instances {
+						insts = append(insts, x.Name)
+					}
+					break
+				}
 			}
 		}
 		for j, inst := range insts {

@@ -1,116 +1,85 @@
 package mmv
 
 import (
-	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
+
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/internal/layout"
 )
 
-// Layout constants of the MMV format (mmv_dev.h, mmv_stats.h).
+// Layout constants of the MMV format (mmv_dev.h, mmv_stats.h), shared with
+// the writer (package mmvwrite).
 const (
 	// Domain is pmdammv's PMDA domain number.
 	Domain = 70
 
-	NameMax   = 64  // MMV_NAMEMAX: v1 names, including the NUL
-	StringMax = 256 // MMV_STRINGMAX: one string slot, including the NUL
-	LabelMax  = 244 // MMV_LABELMAX: a label's JSON payload, including the NUL
+	NameMax   = layout.NameMax   // MMV_NAMEMAX: v1 names, including the NUL
+	StringMax = layout.StringMax // MMV_STRINGMAX: one string slot, including the NUL
+	LabelMax  = layout.LabelMax  // MMV_LABELMAX: a label's JSON payload, including the NUL
 
-	headerSize    = 40
-	tocSize       = 16
-	indomSize     = 32
-	instance1Size = 80
-	instance2Size = 24
-	metric1Size   = 104
-	metric2Size   = 48
-	valueSize     = 32
-	stringSize    = StringMax
-	labelSize     = 256
+	headerSize    = layout.HeaderSize
+	tocSize       = layout.TOCSize
+	indomSize     = layout.InDomSize
+	instance1Size = layout.Instance1Size
+	instance2Size = layout.Instance2Size
+	metric1Size   = layout.Metric1Size
+	metric2Size   = layout.Metric2Size
+	valueSize     = layout.ValueSize
+	stringSize    = layout.StringSize
+	labelSize     = layout.LabelSize
 
 	// pmdammv's limits on section counts (a larger section is skipped).
-	maxMetrics = 1023
-	maxInDoms  = 1<<22 - 1
-	maxLabels  = 255
-	maxCluster = 1<<12 - 1
-	maxItem    = 1<<10 - 1
-	maxSerial  = 1<<22 - 1
+	maxMetrics = layout.MaxMetrics
+	maxInDoms  = layout.MaxInDoms
+	maxLabels  = layout.MaxLabels
+	maxCluster = layout.MaxCluster
+	maxItem    = layout.MaxItem
+	maxSerial  = layout.MaxSerial
 )
 
 // TOC section types (MMV_TOC_*).
 const (
-	tocInDoms    = 1
-	tocInstances = 2
-	tocMetrics   = 3
-	tocValues    = 4
-	tocStrings   = 5
-	tocLabels    = 6
+	tocInDoms    = layout.TOCInDoms
+	tocInstances = layout.TOCInstances
+	tocMetrics   = layout.TOCMetrics
+	tocValues    = layout.TOCValues
+	tocStrings   = layout.TOCStrings
+	tocLabels    = layout.TOCLabels
 )
 
 // Flags are the header flags of an MMV file (mmv_stats_flags_t).
-type Flags uint32
+type Flags = layout.Flags
 
 // Header flags.
 const (
 	// FlagNoPrefix names metrics mmv.<metric> instead of mmv.<file>.<metric>.
-	FlagNoPrefix Flags = 0x1
+	FlagNoPrefix = layout.FlagNoPrefix
 	// FlagProcess exports the file only while the writer's PID lives.
-	FlagProcess Flags = 0x2
+	FlagProcess = layout.FlagProcess
 	// FlagSentinel marks "no value" with sentinel patterns.
-	FlagSentinel Flags = 0x4
+	FlagSentinel = layout.FlagSentinel
 )
 
-// MetricType is an MMV metric type (mmv_metric_type_t).
-type MetricType int32
+// MetricType is an MMV metric type (mmv_metric_type_t); its String method
+// gives the mmv_stats.h name without its prefix ("I32", "ELAPSED").
+type MetricType = layout.MetricType
 
 // MMV metric types. They equal the PCP types except Elapsed, which pmdammv
 // exports as a 64-bit counter of microseconds.
 const (
-	TypeNoSupport MetricType = -1
-	TypeI32       MetricType = 0
-	TypeU32       MetricType = 1
-	TypeI64       MetricType = 2
-	TypeU64       MetricType = 3
-	TypeFloat     MetricType = 4
-	TypeDouble    MetricType = 5
-	TypeString    MetricType = 6
-	TypeElapsed   MetricType = 9
+	TypeNoSupport = layout.TypeNoSupport
+	TypeI32       = layout.TypeI32
+	TypeU32       = layout.TypeU32
+	TypeI64       = layout.TypeI64
+	TypeU64       = layout.TypeU64
+	TypeFloat     = layout.TypeFloat
+	TypeDouble    = layout.TypeDouble
+	TypeString    = layout.TypeString
+	TypeElapsed   = layout.TypeElapsed
 )
-
-func (t MetricType) valid() bool { return t >= TypeI32 && t <= TypeString || t == TypeElapsed }
-
-// String returns the mmv_stats.h name without its prefix ("I32", "ELAPSED").
-func (t MetricType) String() string {
-	switch t {
-	case TypeNoSupport:
-		return "NOSUPPORT"
-	case TypeI32:
-		return "I32"
-	case TypeU32:
-		return "U32"
-	case TypeI64:
-		return "I64"
-	case TypeU64:
-		return "U64"
-	case TypeFloat:
-		return "FLOAT"
-	case TypeDouble:
-		return "DOUBLE"
-	case TypeString:
-		return "STRING"
-	case TypeElapsed:
-		return "ELAPSED"
-	}
-	return fmt.Sprintf("type(%d)", int32(t))
-}
 
 // DefaultDir returns the directory pmdammv reads: $PCP_TMP_DIR/mmv, else
 // /var/lib/pcp/tmp/mmv.
-func DefaultDir() string {
-	if d := os.Getenv("PCP_TMP_DIR"); d != "" {
-		return filepath.Join(d, "mmv")
-	}
-	return "/var/lib/pcp/tmp/mmv"
-}
+func DefaultDir() string { return layout.DefaultDir() }
 
 // FormatError reports a malformed MMV file: the file, the byte offset of the
 // offending field and what is wrong with it.
@@ -120,12 +89,13 @@ type FormatError struct {
 	Msg  string
 }
 
+// Error returns the file, the byte offset and the message.
 func (e *FormatError) Error() string {
 	return fmt.Sprintf("mmv: %s: byte offset %d: %s", e.File, e.Off, e.Msg)
 }
 
 // ne is the host byte order that MMV files use.
-var ne = binary.NativeEndian
+var ne = layout.NE
 
 // decoder reads fields of a mapped file with bounds checks. The first
 // failure is sticky: later reads return zero and err keeps the first error.

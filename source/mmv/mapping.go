@@ -161,7 +161,7 @@ func processExists(pid int32) bool {
 	return err == nil || errors.Is(err, unix.EPERM)
 }
 
-// Generation returns the creation time encoded in g1 (seconds<<32|usec).
+// genTime returns the creation time encoded in g1 (seconds<<32|usec).
 func genTime(g uint64) time.Time {
 	return time.Unix(int64(g>>32), int64(g&0xffffffff)*1000)
 }

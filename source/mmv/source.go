@@ -187,8 +187,9 @@ func (f *File) refreshMapped() {
 }
 
 // Generation returns the file's creation time (from g1), the start time of
-// its counters; zero when the file is not exported now.
-func (f *File) Generation() time.Time {
+// the counters of every metric of the file (source.Generations); zero when
+// the file is not exported now.
+func (f *File) Generation(semantics.PMID) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.l == nil {
@@ -556,8 +557,21 @@ func (d *Dir) Files() []FileStatus {
 	return append([]FileStatus(nil), d.status...)
 }
 
+// FileCounts returns how many files of the last reload are exported and how
+// many are skipped (source.FileSet).
+func (d *Dir) FileCounts() (exported, skipped int) {
+	for _, f := range d.Files() {
+		if f.Exported {
+			exported++
+		} else {
+			skipped++
+		}
+	}
+	return exported, skipped
+}
+
 // Generation returns the generation (creation time) of the file that
-// exports pmid, zero if none does.
+// exports pmid, zero if none does (source.Generations).
 func (d *Dir) Generation(pmid semantics.PMID) time.Time {
 	d.mu.Lock()
 	defer d.mu.Unlock()

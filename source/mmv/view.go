@@ -202,7 +202,7 @@ func (v *view) decodeFile(f *loaded, names map[string]bool, log *slog.Logger) {
 	}
 }
 
-// str reads a string slot at off (256 bytes, NUL-terminated, at most 255
+// strAt reads a string slot at off (256 bytes, NUL-terminated, at most 255
 // bytes), interning it by offset.
 func strAt(b []byte, off uint64, cache map[uint64]string) (string, bool) {
 	if s, ok := cache[off]; ok {
@@ -421,7 +421,7 @@ func (v *view) decodeMetrics(f *loaded, t *toc, names map[string]bool, log *slog
 			continue
 		}
 		mt := MetricType(typ)
-		if !mt.valid() {
+		if !mt.Valid() {
 			f.problem(log, "byte offset %d: metric %s: unsupported type %d; skipped", at, full, typ)
 			continue
 		}

@@ -1,12 +1,12 @@
 // Package shop is the instrumentation of the example application
 // (examples/mmvapp): the layout of its MMV file and the simulated traffic that
-// updates it through mmv.Writer. It is a package of its own so that the
+// updates it through mmvwrite.Writer. It is a package of its own so that the
 // examples' tests can reuse the layout (derived metrics and mapping examples).
 package shop
 
 import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
-	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // Version is the application version published as mmv.mmvapp.version.
@@ -21,29 +21,29 @@ const (
 )
 
 // Config returns the MMV file layout of the application.
-func Config() mmv.WriterConfig {
-	inst := make([]mmv.InstanceDef, len(Endpoints))
+func Config() mmvwrite.Config {
+	inst := make([]mmvwrite.InstanceDef, len(Endpoints))
 	for i, e := range Endpoints {
-		inst[i] = mmv.InstanceDef{ID: int32(i), Name: e}
+		inst[i] = mmvwrite.InstanceDef{ID: int32(i), Name: e}
 	}
 	count := semantics.Units{DimCount: 1}
 	msec := semantics.Units{DimTime: 1, ScaleTime: semantics.TimeMSec}
 	kbyte := semantics.Units{DimSpace: 1, ScaleSpace: semantics.SpaceKByte}
-	return mmv.WriterConfig{
+	return mmvwrite.Config{
 		// PROCESS: readers export the file only while this process lives,
 		// and Close removes it (mmv_stats_start with MMV_FLAG_PROCESS).
-		Flags:  mmv.FlagProcess,
-		InDoms: []mmv.InDomDef{{Serial: 1, Instances: inst, OneLine: "HTTP endpoints", Help: "The endpoints the shop serves."}},
-		Metrics: []mmv.MetricDef{
-			{Name: "requests", Item: 1, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: count, InDom: 1,
+		Flags:  mmvwrite.FlagProcess,
+		InDoms: []mmvwrite.InDomDef{{Serial: 1, Instances: inst, OneLine: "HTTP endpoints", Help: "The endpoints the shop serves."}},
+		Metrics: []mmvwrite.MetricDef{
+			{Name: "requests", Item: 1, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, Units: count, InDom: 1,
 				OneLine: "requests served", Help: "Number of HTTP requests served, by endpoint."},
-			{Name: "request_time", Item: 2, Type: mmv.TypeDouble, Sem: semantics.SemCounter, Units: msec, InDom: 1,
+			{Name: "request_time", Item: 2, Type: mmvwrite.TypeDouble, Sem: semantics.SemCounter, Units: msec, InDom: 1,
 				OneLine: "time spent serving requests", Help: "Total time spent serving requests, by endpoint."},
-			{Name: "sent", Item: 3, Type: mmv.TypeU64, Sem: semantics.SemCounter, Units: kbyte, InDom: 1,
+			{Name: "sent", Item: 3, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, Units: kbyte, InDom: 1,
 				OneLine: "data sent", Help: "Response bytes sent, by endpoint, in Kbyte."},
-			{Name: "in_flight", Item: 4, Type: mmv.TypeU32, Sem: semantics.SemInstant, Units: count,
+			{Name: "in_flight", Item: 4, Type: mmvwrite.TypeU32, Sem: semantics.SemInstant, Units: count,
 				OneLine: "requests in progress"},
-			{Name: "version", Item: 5, Type: mmv.TypeString, Sem: semantics.SemDiscrete,
+			{Name: "version", Item: 5, Type: mmvwrite.TypeString, Sem: semantics.SemDiscrete,
 				OneLine: "application version"},
 		},
 	}
@@ -51,15 +51,15 @@ func Config() mmv.WriterConfig {
 
 // App holds the value handles of a running application.
 type App struct {
-	w                    *mmv.Writer
-	requests, time, sent []mmv.Handle
-	inFlight             mmv.Handle
+	w                    *mmvwrite.Writer
+	requests, time, sent []mmvwrite.Handle
+	inFlight             mmvwrite.Handle
 	ticks                int
 }
 
 // New creates the MMV file at path and publishes the initial values.
 func New(path string) (*App, error) {
-	w, err := mmv.NewWriter(path, Config())
+	w, err := mmvwrite.New(path, Config())
 	if err != nil {
 		return nil, err
 	}

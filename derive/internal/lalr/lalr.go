@@ -1,11 +1,7 @@
-package derive
-
-import "fmt"
-
-// This file builds LALR(1) tables from a grammar the way bison does for a
-// deterministic (yacc.c) parser, so that the parser detects errors, reads
-// lookahead tokens and recovers from errors exactly as libpcp's generated
-// parser does:
+// Package lalr builds LALR(1) parse tables from a grammar the way bison does
+// for a deterministic (yacc.c) parser, so that a parser driven by them
+// detects errors, reads lookahead tokens and recovers from errors exactly as
+// a bison-generated parser does:
 //
 //   - shift/reduce conflicts are resolved by precedence and associativity
 //     (a rule takes the precedence of its last terminal, or of %prec);
@@ -15,32 +11,69 @@ import "fmt"
 //     the default one and is taken for any token without an action;
 //   - a state whose only action is its default reduction reduces without
 //     reading a lookahead token.
+//
+// It runs at build time only: package derive's table generator (go
+// generate ./derive) writes its result as Go source.
+package lalr
 
-// symbol is a grammar symbol: terminals are 0..numTerminals-1, nonterminals
-// follow.
-type symbol int
-
-// tokenSet is a set of terminals (there are fewer than 64).
-type tokenSet uint64
-
-func (s tokenSet) has(t symbol) bool { return s&(1<<uint(t)) != 0 }
-
-type assoc uint8
-
-const (
-	assocNone assoc = iota
-	assocLeft
-	assocRight
-	assocNonassoc
+import (
+	"fmt"
+	"slices"
 )
 
-// grammarRule is one production with its semantic action.
-type grammarRule struct {
-	lhs    symbol
-	rhs    []symbol
-	prec   int // precedence level of the rule, 0 when it has none
-	assoc  assoc
-	action ruleAction
+// Symbol is a grammar symbol: terminals are 0..numTerminals-1, nonterminals
+// follow.
+type Symbol int
+
+// tokenSet is a set of terminals (there are at most 64).
+type tokenSet uint64
+
+func (s tokenSet) has(t Symbol) bool { return s&(1<<uint(t)) != 0 }
+
+// Assoc is the associativity of a precedence level.
+type Assoc uint8
+
+// Associativities, as bison's %left, %right and %nonassoc.
+const (
+	AssocNone Assoc = iota
+	AssocLeft
+	AssocRight
+	AssocNonassoc
+)
+
+// Rule is one production. Prec is its precedence level (0 when it has none)
+// and Assoc that level's associativity: the level of its last terminal, or
+// of the token named by %prec.
+type Rule struct {
+	LHS   Symbol
+	RHS   []Symbol
+	Prec  int
+	Assoc Assoc
+}
+
+// Grammar is what Build needs: the Symbols, the rules and each terminal's
+// precedence level (0 = none) and associativity.
+type Grammar struct {
+	NumTerminals int
+	NumSymbols   int
+	Error        Symbol // the error token
+	Rules        []Rule // rule 0 is the augmented "$accept: start $end"
+	TokPrec      []int
+	TokAssoc     []Assoc
+}
+
+// Tables are a deterministic parser's tables.
+//
+// Action[state][terminal] is 0 for no action, n > 0 to shift and go to state
+// n-1, n < 0 to reduce by rule -n-1. DefReduce[state] is the rule of the
+// state's default reduction, -1 if none. NeedsToken[state] says whether a
+// lookahead token must be read. GoTo[state][nonterminal-NumTerminals] is the
+// state after reducing to that nonterminal, -1 if none.
+type Tables struct {
+	Action     [][]int
+	DefReduce  []int
+	NeedsToken []bool
+	GoTo       [][]int
 }
 
 // lrItem is a rule with a position in its right-hand side.
@@ -53,30 +86,21 @@ type lrState struct {
 	kernel []lrItem
 	items  []lrItem   // closure, kernel first
 	la     []tokenSet // lookaheads, parallel to items
-	goTo   map[symbol]int
+	goTo   map[Symbol]int
 }
 
-// Action encoding in parseTables.action: 0 = no action, > 0 = shift to state
-// n-1, < 0 = reduce by rule -n-1.
-type parseTables struct {
-	numTerminals int
-	rules        []grammarRule
-	action       [][]int // [state][terminal]
-	defReduce    []int   // [state] rule of the default reduction, -1 if none
-	needsToken   []bool  // [state] whether a lookahead token must be read
-	goTo         []map[symbol]int
-}
-
-// buildTables constructs the LALR(1) automaton. Rule 0 must be the augmented
-// start rule "$accept: start $end". tokPrec and tokAssoc give each terminal's
-// precedence level (0 = none) and associativity.
-func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []int, tokAssoc []assoc) (*parseTables, error) {
+// Build constructs the LALR(1) automaton of g.
+func Build(g Grammar) (*Tables, error) {
+	numTerminals, numSymbols, rules := g.NumTerminals, g.NumSymbols, g.Rules
 	if numTerminals > 64 {
-		return nil, fmt.Errorf("derive: grammar has %d terminals, at most 64 supported", numTerminals)
+		return nil, fmt.Errorf("lalr: grammar has %d terminals, at most 64 supported", numTerminals)
+	}
+	if len(g.TokPrec) != numTerminals || len(g.TokAssoc) != numTerminals {
+		return nil, fmt.Errorf("lalr: %d terminals but %d precedences and %d associativities", numTerminals, len(g.TokPrec), len(g.TokAssoc))
 	}
 	byLHS := make([][]int, numSymbols)
 	for i, r := range rules {
-		byLHS[r.lhs] = append(byLHS[r.lhs], i)
+		byLHS[r.LHS] = append(byLHS[r.LHS], i)
 	}
 	// nullable and FIRST sets of the nonterminals
 	nullable := make([]bool, numSymbols)
@@ -88,9 +112,9 @@ func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []in
 		changed = false
 		for _, r := range rules {
 			allNull := true
-			for _, s := range r.rhs {
-				if f := first[r.lhs] | first[s]; f != first[r.lhs] {
-					first[r.lhs] = f
+			for _, s := range r.RHS {
+				if f := first[r.LHS] | first[s]; f != first[r.LHS] {
+					first[r.LHS] = f
 					changed = true
 				}
 				if int(s) < numTerminals || !nullable[s] {
@@ -98,14 +122,14 @@ func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []in
 					break
 				}
 			}
-			if allNull && !nullable[r.lhs] {
-				nullable[r.lhs] = true
+			if allNull && !nullable[r.LHS] {
+				nullable[r.LHS] = true
 				changed = true
 			}
 		}
 	}
-	// firstOf returns FIRST of a symbol string and whether it is nullable.
-	firstOf := func(seq []symbol) (tokenSet, bool) {
+	// firstOf returns FIRST of a Symbol string and whether it is nullable.
+	firstOf := func(seq []Symbol) (tokenSet, bool) {
 		var f tokenSet
 		for _, s := range seq {
 			f |= first[s]
@@ -125,10 +149,10 @@ func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []in
 		}
 		for i := 0; i < len(items); i++ {
 			r := rules[items[i].rule]
-			if items[i].dot >= len(r.rhs) {
+			if items[i].dot >= len(r.RHS) {
 				continue
 			}
-			next := r.rhs[items[i].dot]
+			next := r.RHS[items[i].dot]
 			if int(next) < numTerminals {
 				continue
 			}
@@ -155,15 +179,15 @@ func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []in
 		st := states[i]
 		st.items = closure(st.kernel)
 		st.la = make([]tokenSet, len(st.items))
-		st.goTo = map[symbol]int{}
-		var order []symbol
-		next := map[symbol][]lrItem{}
+		st.goTo = map[Symbol]int{}
+		var order []Symbol
+		next := map[Symbol][]lrItem{}
 		for _, it := range st.items {
 			r := rules[it.rule]
-			if it.dot >= len(r.rhs) {
+			if it.dot >= len(r.RHS) {
 				continue
 			}
-			x := r.rhs[it.dot]
+			x := r.RHS[it.dot]
 			if _, ok := next[x]; !ok {
 				order = append(order, x)
 			}
@@ -198,14 +222,14 @@ func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []in
 				inner = false
 				for j, it := range st.items {
 					r := rules[it.rule]
-					if it.dot >= len(r.rhs) || int(r.rhs[it.dot]) < numTerminals {
+					if it.dot >= len(r.RHS) || int(r.RHS[it.dot]) < numTerminals {
 						continue
 					}
-					f, null := firstOf(r.rhs[it.dot+1:])
+					f, null := firstOf(r.RHS[it.dot+1:])
 					if null {
 						f |= st.la[j]
 					}
-					for _, ri := range byLHS[r.rhs[it.dot]] {
+					for _, ri := range byLHS[r.RHS[it.dot]] {
 						k := itemIndex[si][lrItem{ri, 0}]
 						if st.la[k]|f != st.la[k] {
 							st.la[k] |= f
@@ -218,10 +242,10 @@ func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []in
 			// propagate to successor kernels
 			for j, it := range st.items {
 				r := rules[it.rule]
-				if it.dot >= len(r.rhs) {
+				if it.dot >= len(r.RHS) {
 					continue
 				}
-				tj := st.goTo[r.rhs[it.dot]]
+				tj := st.goTo[r.RHS[it.dot]]
 				k := itemIndex[tj][lrItem{it.rule, it.dot + 1}]
 				t := states[tj]
 				if t.la[k]|st.la[j] != t.la[k] {
@@ -233,26 +257,33 @@ func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []in
 	}
 
 	// action tables
-	pt := &parseTables{
-		numTerminals: numTerminals,
-		rules:        rules,
-		action:       make([][]int, len(states)),
-		defReduce:    make([]int, len(states)),
-		needsToken:   make([]bool, len(states)),
-		goTo:         make([]map[symbol]int, len(states)),
+	pt := &Tables{
+		Action:     make([][]int, len(states)),
+		DefReduce:  make([]int, len(states)),
+		NeedsToken: make([]bool, len(states)),
+		GoTo:       make([][]int, len(states)),
 	}
 	for si, st := range states {
 		row := make([]int, numTerminals)
-		pt.goTo[si] = st.goTo
+		gt := make([]int, numSymbols-numTerminals)
+		for i := range gt {
+			gt[i] = -1
+		}
+		for x, to := range st.goTo {
+			if int(x) >= numTerminals {
+				gt[int(x)-numTerminals] = to
+			}
+		}
+		pt.GoTo[si] = gt
 		// reductions, the rule declared first wins a reduce/reduce conflict
 		reduceRules := []int{}
 		for j, it := range st.items {
-			if it.dot < len(rules[it.rule].rhs) {
+			if it.dot < len(rules[it.rule].RHS) {
 				continue
 			}
 			reduceRules = append(reduceRules, it.rule)
 			for t := 0; t < numTerminals; t++ {
-				if !st.la[j].has(symbol(t)) {
+				if !st.la[j].has(Symbol(t)) {
 					continue
 				}
 				if row[t] < 0 && -row[t]-1 < it.rule {
@@ -267,21 +298,21 @@ func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []in
 			if int(x) >= numTerminals {
 				continue
 			}
-			if x == symError {
+			if x == g.Error {
 				nodefault = true
 			}
 			if row[x] < 0 {
 				r := rules[-row[x]-1]
-				tp := tokPrec[x]
-				if r.prec != 0 && tp != 0 {
+				tp := g.TokPrec[x]
+				if r.Prec != 0 && tp != 0 {
 					switch {
-					case tp < r.prec:
+					case tp < r.Prec:
 						continue // reduce
-					case tp == r.prec:
-						switch tokAssoc[x] {
-						case assocLeft:
+					case tp == r.Prec:
+						switch g.TokAssoc[x] {
+						case AssocLeft:
 							continue // reduce
-						case assocNonassoc:
+						case AssocNonassoc:
 							row[x] = 0 // explicit error; not used by this grammar
 							continue
 						}
@@ -291,10 +322,11 @@ func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []in
 			row[x] = to + 1
 		}
 		// default reduction
-		pt.defReduce[si] = -1
+		pt.DefReduce[si] = -1
 		if len(reduceRules) > 0 && !nodefault {
 			best, max := -1, 0
-			for _, r := range sortedInts(reduceRules) {
+			slices.Sort(reduceRules)
+			for _, r := range reduceRules {
 				n := 0
 				for t := 0; t < numTerminals; t++ {
 					if row[t] == -r-1 {
@@ -306,7 +338,7 @@ func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []in
 				}
 			}
 			if best >= 0 {
-				pt.defReduce[si] = best
+				pt.DefReduce[si] = best
 				for t := 0; t < numTerminals; t++ {
 					if row[t] == -best-1 {
 						row[t] = 0
@@ -315,25 +347,15 @@ func buildTables(numTerminals, numSymbols int, rules []grammarRule, tokPrec []in
 			} else if len(reduceRules) == 1 {
 				// a reduction with no lookahead at all (only possible for
 				// the rules reduced after an error token)
-				pt.defReduce[si] = reduceRules[0]
+				pt.DefReduce[si] = reduceRules[0]
 			}
 		}
 		for t := 0; t < numTerminals; t++ {
 			if row[t] != 0 {
-				pt.needsToken[si] = true
+				pt.NeedsToken[si] = true
 			}
 		}
-		pt.action[si] = row
+		pt.Action[si] = row
 	}
 	return pt, nil
-}
-
-func sortedInts(a []int) []int {
-	b := append([]int(nil), a...)
-	for i := 1; i < len(b); i++ {
-		for j := i; j > 0 && b[j] < b[j-1]; j-- {
-			b[j], b[j-1] = b[j-1], b[j]
-		}
-	}
-	return b
 }

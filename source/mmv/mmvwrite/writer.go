@@ -1,4 +1,4 @@
-package mmv
+package mmvwrite
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/internal/layout"
 )
 
 // MetricDef describes one metric of a file to write (mmv_metric2_t).
@@ -59,8 +60,8 @@ type LabelDef struct {
 	Optional bool
 }
 
-// WriterConfig is the content of a file to write.
-type WriterConfig struct {
+// Config is the content of a file to write.
+type Config struct {
 	// Cluster is the header's cluster hint (0: pmdammv chooses one).
 	Cluster uint32
 	Flags   Flags
@@ -115,12 +116,12 @@ func resolvePath(name string) string {
 }
 
 func checkLabel(l LabelDef) ([]byte, error) {
-	if l.Name == "" || !isAlpha(l.Name[0]) {
+	if l.Name == "" || !layout.IsAlpha(l.Name[0]) {
 		return nil, fmt.Errorf("label name %q must start with a letter", l.Name)
 	}
 	for i := 1; i < len(l.Name); i++ {
 		c := l.Name[i]
-		if !isAlpha(c) && !(c >= '0' && c <= '9') && c != '_' {
+		if !layout.IsAlpha(c) && !(c >= '0' && c <= '9') && c != '_' {
 			return nil, fmt.Errorf("label name %q: character %q not allowed", l.Name, c)
 		}
 	}
@@ -139,8 +140,8 @@ func checkLabel(l LabelDef) ([]byte, error) {
 	return []byte(`{"` + l.Name + `":` + l.Value + `}`), nil
 }
 
-// layout is the computed placement of every section (mmv_init).
-type layout struct {
+// placement is the computed placement of every section (mmv_init).
+type placement struct {
 	version                                             int
 	tocs                                                int
 	indoms, instances, metrics, values, strings, labels uint64
@@ -149,13 +150,13 @@ type layout struct {
 	instSize, metricSize                                uint64
 }
 
-func (cfg *WriterConfig) check() (int, error) {
+func (cfg *Config) check() (int, error) {
 	version := 1
 	indoms := map[uint32]*InDomDef{}
 	for i := range cfg.InDoms {
 		in := &cfg.InDoms[i]
-		if singular(in.Serial) || in.Serial > maxSerial {
-			return 0, fmt.Errorf("indom serial %d: must be 1..%d", in.Serial, maxSerial)
+		if layout.Singular(in.Serial) || in.Serial > layout.MaxSerial {
+			return 0, fmt.Errorf("indom serial %d: must be 1..%d", in.Serial, layout.MaxSerial)
 		}
 		if len(in.OneLine) >= StringMax || len(in.Help) >= StringMax {
 			return 0, fmt.Errorf("indom %d: help text of %d bytes or more", in.Serial, StringMax)
@@ -182,15 +183,15 @@ func (cfg *WriterConfig) check() (int, error) {
 			return 0, errors.New("metric without a name")
 		case len(m.Name) >= StringMax:
 			return 0, fmt.Errorf("metric name %.20q... has %d bytes or more", m.Name, StringMax)
-		case !m.Type.valid():
+		case !m.Type.Valid():
 			return 0, fmt.Errorf("metric %s: unsupported type %d", m.Name, m.Type)
-		case m.Item > maxItem:
+		case m.Item > layout.MaxItem:
 			return 0, fmt.Errorf("metric %s: item %d does not fit in 10 bits", m.Name, m.Item)
 		case items[m.Item]:
 			return 0, fmt.Errorf("metric %s: duplicate item %d", m.Name, m.Item)
 		case names[m.Name]:
 			return 0, fmt.Errorf("duplicate metric name %s", m.Name)
-		case !singular(m.InDom) && indoms[m.InDom] == nil:
+		case !layout.Singular(m.InDom) && indoms[m.InDom] == nil:
 			return 0, fmt.Errorf("metric %s: no indom %d", m.Name, m.InDom)
 		case len(m.OneLine) >= StringMax || len(m.Help) >= StringMax:
 			return 0, fmt.Errorf("metric %s: help text of %d bytes or more", m.Name, StringMax)
@@ -200,8 +201,8 @@ func (cfg *WriterConfig) check() (int, error) {
 		}
 		items[m.Item], names[m.Name] = true, true
 	}
-	if len(cfg.Labels) > maxLabels {
-		return 0, fmt.Errorf("%d labels, pmdammv reads at most %d", len(cfg.Labels), maxLabels)
+	if len(cfg.Labels) > layout.MaxLabels {
+		return 0, fmt.Errorf("%d labels, pmdammv reads at most %d", len(cfg.Labels), layout.MaxLabels)
 	}
 	if len(cfg.Labels) > 0 {
 		version = 3
@@ -215,13 +216,13 @@ func (cfg *WriterConfig) check() (int, error) {
 	default:
 		version = cfg.Version
 	}
-	if int64(cfg.Cluster) > maxCluster {
-		return 0, fmt.Errorf("cluster %d outside 0..%d", cfg.Cluster, maxCluster)
+	if int64(cfg.Cluster) > layout.MaxCluster {
+		return 0, fmt.Errorf("cluster %d outside 0..%d", cfg.Cluster, layout.MaxCluster)
 	}
 	return version, nil
 }
 
-func (cfg *WriterConfig) indom(serial uint32) *InDomDef {
+func (cfg *Config) indom(serial uint32) *InDomDef {
 	for i := range cfg.InDoms {
 		if cfg.InDoms[i].Serial == serial {
 			return &cfg.InDoms[i]
@@ -230,10 +231,10 @@ func (cfg *WriterConfig) indom(serial uint32) *InDomDef {
 	return nil
 }
 
-func (cfg *WriterConfig) layout(version int) layout {
-	l := layout{version: version, instSize: instance2Size, metricSize: metric2Size}
+func (cfg *Config) place(version int) placement {
+	l := placement{version: version, instSize: layout.Instance2Size, metricSize: layout.Metric2Size}
 	if version == 1 {
-		l.instSize, l.metricSize = instance1Size, metric1Size
+		l.instSize, l.metricSize = layout.Instance1Size, layout.Metric1Size
 	}
 	for _, in := range cfg.InDoms {
 		l.ninst += len(in.Instances)
@@ -248,7 +249,7 @@ func (cfg *WriterConfig) layout(version int) layout {
 		}
 		l.nstrings += btoi(m.OneLine != "") + btoi(m.Help != "")
 		n := 1
-		if !singular(m.InDom) {
+		if !layout.Singular(m.InDom) {
 			n = len(cfg.indom(m.InDom).Instances)
 		}
 		if m.Type == TypeString {
@@ -266,13 +267,13 @@ func (cfg *WriterConfig) layout(version int) layout {
 	if len(cfg.Labels) > 0 {
 		l.tocs++
 	}
-	l.indoms = headerSize + tocSize*uint64(l.tocs)
-	l.instances = l.indoms + indomSize*uint64(len(cfg.InDoms))
+	l.indoms = layout.HeaderSize + layout.TOCSize*uint64(l.tocs)
+	l.instances = l.indoms + layout.InDomSize*uint64(len(cfg.InDoms))
 	l.metrics = l.instances + l.instSize*uint64(l.ninst)
 	l.values = l.metrics + l.metricSize*uint64(len(cfg.Metrics))
-	l.strings = l.values + valueSize*uint64(l.nvalues)
-	l.labels = l.strings + stringSize*uint64(l.nstrings)
-	l.size = l.labels + labelSize*uint64(len(cfg.Labels))
+	l.strings = l.values + layout.ValueSize*uint64(l.nvalues)
+	l.labels = l.strings + layout.StringSize*uint64(l.nstrings)
+	l.size = l.labels + layout.LabelSize*uint64(len(cfg.Labels))
 	return l
 }
 
@@ -283,10 +284,10 @@ func btoi(b bool) int {
 	return 0
 }
 
-// NewWriter creates the MMV file at path (a relative path is taken inside
+// New creates the MMV file at path (a relative path is taken inside
 // DefaultDir, as libpcp_mmv does) with the layout libpcp_mmv gives cfg, and
 // publishes it (g2 = g1) once complete. An existing file is replaced.
-func NewWriter(path string, cfg WriterConfig) (*Writer, error) {
+func New(path string, cfg Config) (*Writer, error) {
 	version, err := cfg.check()
 	if err != nil {
 		return nil, fmt.Errorf("mmv: %s: %w", path, err)
@@ -298,7 +299,7 @@ func NewWriter(path string, cfg WriterConfig) (*Writer, error) {
 		}
 	}
 	path = resolvePath(path)
-	l := cfg.layout(version)
+	l := cfg.place(version)
 
 	_ = os.Remove(path)
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o644)
@@ -326,8 +327,8 @@ func NewWriter(path string, cfg WriterConfig) (*Writer, error) {
 	return w, nil
 }
 
-func (w *Writer) put32(off uint64, v uint32) { ne.PutUint32(w.data[off:], v) }
-func (w *Writer) put64(off uint64, v uint64) { ne.PutUint64(w.data[off:], v) }
+func (w *Writer) put32(off uint64, v uint32) { layout.NE.PutUint32(w.data[off:], v) }
+func (w *Writer) put64(off uint64, v uint64) { layout.NE.PutUint64(w.data[off:], v) }
 
 // putStr copies s into the n-byte field at off as strncpy does, forcing
 // the last byte to NUL.
@@ -339,7 +340,7 @@ func (w *Writer) putStr(off uint64, s string, n uint64) {
 }
 
 // lay writes the file as mmv_init does, then publishes the generation.
-func (w *Writer) lay(cfg *WriterConfig, l layout, payloads [][]byte) {
+func (w *Writer) lay(cfg *Config, l placement, payloads [][]byte) {
 	copy(w.data, "MMV\x00")
 	w.put32(4, uint32(l.version))
 	w.put64(8, w.gen)
@@ -349,31 +350,31 @@ func (w *Writer) lay(cfg *WriterConfig, l layout, payloads [][]byte) {
 	w.put32(32, uint32(os.Getpid()))
 	w.put32(36, cfg.Cluster)
 
-	toc := uint64(headerSize)
+	toc := uint64(layout.HeaderSize)
 	addToc := func(typ, count int, off uint64) {
 		w.put32(toc, uint32(typ))
 		w.put32(toc+4, uint32(count))
 		w.put64(toc+8, off)
-		toc += tocSize
+		toc += layout.TOCSize
 	}
 	if len(cfg.InDoms) > 0 {
-		addToc(tocInDoms, len(cfg.InDoms), l.indoms)
-		addToc(tocInstances, l.ninst, l.instances)
+		addToc(layout.TOCInDoms, len(cfg.InDoms), l.indoms)
+		addToc(layout.TOCInstances, l.ninst, l.instances)
 	}
-	addToc(tocMetrics, len(cfg.Metrics), l.metrics)
-	addToc(tocValues, l.nvalues, l.values)
+	addToc(layout.TOCMetrics, len(cfg.Metrics), l.metrics)
+	addToc(layout.TOCValues, l.nvalues, l.values)
 	if l.nstrings > 0 {
-		addToc(tocStrings, l.nstrings, l.strings)
+		addToc(layout.TOCStrings, l.nstrings, l.strings)
 	}
 	if len(cfg.Labels) > 0 {
-		addToc(tocLabels, len(cfg.Labels), l.labels)
+		addToc(layout.TOCLabels, len(cfg.Labels), l.labels)
 	}
 
 	// Indoms and their instances.
 	indomOff := map[uint32]uint64{} // serial -> first instance entry (first indom wins)
 	inst := l.instances
 	for i, in := range cfg.InDoms {
-		at := l.indoms + indomSize*uint64(i)
+		at := l.indoms + layout.InDomSize*uint64(i)
 		w.put32(at, in.Serial)
 		w.put32(at+4, uint32(len(in.Instances)))
 		w.put64(at+8, inst)
@@ -417,10 +418,10 @@ func (w *Writer) lay(cfg *WriterConfig, l layout, payloads [][]byte) {
 	var vals []vslot
 	for i, m := range cfg.Metrics {
 		mo := l.metrics + l.metricSize*uint64(i)
-		if singular(m.InDom) {
+		if layout.Singular(m.InDom) {
 			w.put64(val+16, mo)
 			vals = append(vals, vslot{val, i, ""})
-			val += valueSize
+			val += layout.ValueSize
 			continue
 		}
 		first := indomOff[m.InDom]
@@ -428,7 +429,7 @@ func (w *Writer) lay(cfg *WriterConfig, l layout, payloads [][]byte) {
 			w.put64(val+16, mo)
 			w.put64(val+24, first+l.instSize*uint64(k))
 			vals = append(vals, vslot{val, i, x.Name})
-			val += valueSize
+			val += layout.ValueSize
 		}
 	}
 
@@ -438,7 +439,7 @@ func (w *Writer) lay(cfg *WriterConfig, l layout, payloads [][]byte) {
 	newStr := func(s string) uint64 {
 		off := str
 		w.putStr(off, s, StringMax)
-		str += stringSize
+		str += layout.StringSize
 		return off
 	}
 	if l.version > 1 {
@@ -475,7 +476,7 @@ func (w *Writer) lay(cfg *WriterConfig, l layout, payloads [][]byte) {
 		}
 	}
 	for i, in := range cfg.InDoms {
-		at := l.indoms + indomSize*uint64(i)
+		at := l.indoms + layout.InDomSize*uint64(i)
 		if in.OneLine != "" {
 			w.put64(at+16, newStr(in.OneLine))
 		}
@@ -486,7 +487,7 @@ func (w *Writer) lay(cfg *WriterConfig, l layout, payloads [][]byte) {
 
 	// Labels.
 	for i, lb := range cfg.Labels {
-		at := l.labels + labelSize*uint64(i)
+		at := l.labels + layout.LabelSize*uint64(i)
 		flags := uint32(lb.Type)
 		if lb.Optional {
 			flags |= uint32(semantics.LabelOptional)
@@ -515,7 +516,7 @@ func (w *Writer) Path() string { return w.path }
 func (w *Writer) Version() int { return w.version }
 
 // Generation returns the file's creation time (g1).
-func (w *Writer) Generation() time.Time { return genTime(w.gen) }
+func (w *Writer) Generation() time.Time { return layout.GenTime(w.gen) }
 
 // Handle returns the value slot of a metric (instance "" for a singular
 // metric), as mmv_lookup_value_desc.
