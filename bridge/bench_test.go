@@ -3,10 +3,13 @@ package bridge
 import (
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
@@ -46,6 +49,31 @@ func BenchmarkClientGolangOpenMetrics(b *testing.B) {
 		return nil
 	})
 }
+
+// BenchmarkHandlerPrometheus serves /metrics to Prometheus's request
+// (its Accept header, gzip): the fast path, the self-metrics, compression.
+func BenchmarkHandlerPrometheus(b *testing.B) {
+	var h http.Handler
+	benchWrite(b, func(c *Collector, w io.Writer) error {
+		if h == nil {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(c.Self())
+			h = c.Handler(reg, reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+		}
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.Header.Set("Accept", prometheusAccept)
+		req.Header.Set("Accept-Encoding", "gzip")
+		rw := discardResponse{h: http.Header{}}
+		h.ServeHTTP(rw, req)
+		return nil
+	})
+}
+
+type discardResponse struct{ h http.Header }
+
+func (d discardResponse) Header() http.Header         { return d.h }
+func (d discardResponse) Write(b []byte) (int, error) { return len(b), nil }
+func (d discardResponse) WriteHeader(int)             {}
 
 func benchWrite(b *testing.B, write func(*Collector, io.Writer) error) {
 	var insts []mmvwrite.InstanceDef
