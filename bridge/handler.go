@@ -27,15 +27,17 @@ import (
 // ErrorLog, and Registry, where encoding and gathering errors are counted
 // in promhttp's own promhttp_metric_handler_errors_total.
 //
-// Scrapes that arrive while a fast-path rendering of their format is under
-// way share it (as promhttp's CoalesceGather does), so concurrent scrapers
-// cost one read of the sources and one rendered exposition, not one each;
-// only a scrape that starts a rendering takes one of MaxRequestsInFlight's
-// slots (until its response is sent), those that join one add no work. A
-// gzipped exposition (at
-// gzip.BestSpeed: a scrape's latency matters more than its bytes) is
-// compressed once for all who accept gzip. An uncompressed response
-// carries its Content-Length. Buffers are reused from scrape to scrape.
+// Scrapes that arrive while a fast-path rendering of their format and
+// encoding is under way share it (as promhttp's CoalesceGather does), so
+// concurrent scrapers cost one read of the sources and one exposition, not
+// one each; only a scrape that starts a rendering takes one of
+// MaxRequestsInFlight's slots (until its response is sent), those that
+// join one add no work. A gzip rendering (at gzip.BestSpeed: a scrape's
+// latency matters more than its bytes) compresses as it renders, so the
+// uncompressed exposition is never held whole. Responses carry their
+// Content-Length; buffers are reused from scrape to scrape. (promhttp has
+// no hook for an encoder of its own: its limit, negotiation, compression
+// and error counting are followed here, not called.)
 func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.HandlerOpts) http.Handler {
 	slow := promhttp.HandlerFor(full, opts) // registers errCnt in opts.Registry
 	errCnt := prometheus.NewCounterVec(prometheus.CounterOpts{
