@@ -23,19 +23,22 @@ import (
 // names=PCP subtrees; see Selection) go through client_golang with full,
 // which must include the Collector itself (or, for subtrees, the selected
 // samples and fast's families). opts mean what they mean to promhttp: MaxRequestsInFlight (503
-// beyond), EnableOpenMetrics and AcceptedFormats, DisableCompression,
+// beyond), EnableOpenMetrics and AcceptedFormats,
+// EnableOpenMetricsTextCreatedSamples (Format.Created), DisableCompression,
 // ErrorLog, and Registry, where encoding and gathering errors are counted
 // in promhttp's own promhttp_metric_handler_errors_total.
 //
-// Scrapes that arrive while a fast-path rendering of their format is under
-// way share it (as promhttp's CoalesceGather does), so concurrent scrapers
-// cost one read of the sources and one rendered exposition, not one each;
-// only a scrape that starts a rendering takes one of MaxRequestsInFlight's
-// slots (until its response is sent), those that join one add no work. A
-// gzipped exposition (at
-// gzip.BestSpeed: a scrape's latency matters more than its bytes) is
-// compressed once for all who accept gzip. An uncompressed response
-// carries its Content-Length. Buffers are reused from scrape to scrape.
+// Scrapes that arrive while a fast-path rendering of their format and
+// encoding is under way share it (as promhttp's CoalesceGather does), so
+// concurrent scrapers cost one read of the sources and one exposition, not
+// one each; only a scrape that starts a rendering takes one of
+// MaxRequestsInFlight's slots (until its response is sent), those that
+// join one add no work. A gzip rendering (at gzip.BestSpeed: a scrape's
+// latency matters more than its bytes) compresses as it renders, so the
+// uncompressed exposition is never held whole. Responses carry their
+// Content-Length; buffers are reused from scrape to scrape. (promhttp has
+// no hook for an encoder of its own: its limit, negotiation, compression
+// and error counting are followed here, not called.)
 func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.HandlerOpts) http.Handler {
 	slow := promhttp.HandlerFor(full, opts) // registers errCnt in opts.Registry
 	errCnt := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -69,7 +72,7 @@ func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.Handle
 	}
 	spare := &spareBody{}
 	for i := range h.renderers {
-		h.renderers[i] = &renderer{c: c, fast: fast, om: i&1 == 1, gzip: i&2 == 2, spare: spare, errCnt: errCnt, logf: logf}
+		h.renderers[i] = &renderer{c: c, fast: fast, format: Format{OpenMetrics: i&1 == 1, Created: opts.EnableOpenMetricsTextCreatedSamples}, gzip: i&2 == 2, spare: spare, errCnt: errCnt, logf: logf}
 	}
 	return h
 }
@@ -140,7 +143,7 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type renderer struct {
 	c      *Collector
 	fast   prometheus.Gatherer
-	om     bool
+	format Format
 	gzip   bool
 	spare  *spareBody
 	errCnt *prometheus.CounterVec
@@ -237,14 +240,14 @@ func (rd *renderer) get(inFlight chan struct{}) (p *rendering, leader bool) {
 		out = gz
 		chunk := chunks.Get().(*[]byte)
 		defer chunks.Put(chunk)
-		b = rd.c.AppendExposition((*chunk)[:0], rd.om, gzipChunk, func(b []byte) []byte {
+		b = rd.c.AppendExposition((*chunk)[:0], rd.format, gzipChunk, func(b []byte) []byte {
 			gz.Write(b)
 			return b[:0]
 		})
 		gz.Write(b)
 		*chunk = b[:0]
 	} else {
-		zbuf = bytes.NewBuffer(rd.c.AppendExposition(rd.spare.get(size), rd.om, 0, nil))
+		zbuf = bytes.NewBuffer(rd.c.AppendExposition(rd.spare.get(size), rd.format, 0, nil))
 		out = zbuf
 	}
 	rd.appendSelf(out)
@@ -264,7 +267,7 @@ func (rd *renderer) appendSelf(w io.Writer) {
 		rd.logf("error gathering self-metrics: %v", err)
 	}
 	format := expfmt.NewFormat(expfmt.TypeTextPlain)
-	if rd.om {
+	if rd.format.OpenMetrics {
 		format = expfmt.NewFormat(expfmt.TypeOpenMetrics)
 	}
 	enc := expfmt.NewEncoder(w, format)

@@ -3,7 +3,9 @@ package bridge
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
+	stdlog "log"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
 )
@@ -253,5 +256,51 @@ func TestHandlerCoalesces(t *testing.T) {
 	}
 	if code, _ := scrape("text/plain"); code != 200 {
 		t.Errorf("text scrape once the slot is free: status %d", code)
+	}
+}
+
+// TestHandlerCountsErrors: a self-metric family that cannot be encoded and
+// a gatherer error are counted in promhttp's own
+// promhttp_metric_handler_errors_total and logged; the samples are served.
+func TestHandlerCountsErrors(t *testing.T) {
+	dir := t.TempDir()
+	w := writeInsts(t, dir, "alpha", "beta")
+	defer w.Close()
+	d, err := mmv.OpenDir(dir, mmv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	c := New(mapper(t, 0), nil, Source{Name: "mmv", Src: d})
+	reg := prometheus.NewRegistry()
+	bad := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		return []*dto.MetricFamily{{Type: dto.MetricType_GAUGE.Enum()}}, errors.New("self-metrics broke")
+	})
+	var log bytes.Buffer
+	h := c.Handler(bad, reg, promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg, ErrorLog: stdlog.New(&log, "", 0)})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `mmv_app_queue{instname="alpha"} 10`) {
+		t.Fatalf("status %d:\n%s", rec.Code, rec.Body.String())
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "promhttp_metric_handler_errors_total" {
+			for _, m := range mf.Metric {
+				got[m.Label[0].GetValue()] = m.Counter.GetValue()
+			}
+		}
+	}
+	if got["encoding"] != 1 || got["gathering"] != 1 {
+		t.Errorf("errors counted %v, want encoding 1, gathering 1", got)
+	}
+	for _, want := range []string{"self-metrics broke", "error encoding metric family"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log.String())
+		}
 	}
 }

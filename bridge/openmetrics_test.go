@@ -18,9 +18,9 @@ import (
 )
 
 // clientGolangOpenMetrics renders a collector's samples through
-// client_golang's registry and expfmt's OpenMetrics encoder, _created
-// lines included.
-func clientGolangOpenMetrics(t testing.TB, c prometheus.Collector) []byte {
+// client_golang's registry and expfmt's OpenMetrics encoder, with _created
+// lines if created.
+func clientGolangOpenMetrics(t testing.TB, c prometheus.Collector, created bool) []byte {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	mfs, err := reg.Gather()
@@ -28,8 +28,12 @@ func clientGolangOpenMetrics(t testing.TB, c prometheus.Collector) []byte {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
+	var opts []expfmt.EncoderOption
+	if created {
+		opts = append(opts, expfmt.WithCreatedLines())
+	}
 	for _, mf := range mfs {
-		if _, err := expfmt.MetricFamilyToOpenMetrics(&b, mf, expfmt.WithCreatedLines()); err != nil {
+		if _, err := expfmt.MetricFamilyToOpenMetrics(&b, mf, opts...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,31 +96,41 @@ func TestWriteOpenMetricsMatchesClientGolang(t *testing.T) {
 	}
 	for name, open := range corpusSources(t) {
 		for _, naming := range []mapping.Naming{mapping.NamingDefault, mapping.NamingPmproxy} {
-			t.Run(name+"/"+naming.String(), func(t *testing.T) {
-				src := open()
-				var buf bytes.Buffer
-				if err := New(mapper(t, naming), nil, src).WriteOpenMetrics(&buf); err != nil {
-					t.Fatal(err)
+			for _, created := range []bool{false, true} {
+				sub := name + "/" + naming.String()
+				if created {
+					sub += "/created"
 				}
-				buf.WriteString("# EOF\n")
-				got := buf.Bytes()
-				var infos []string
-				for _, m := range infoType.FindAllSubmatch(got, -1) {
-					infos = append(infos, string(m[1]))
-				}
-				var unknown []string
-				for _, m := range unknownType.FindAllSubmatch(got, -1) {
-					unknown = append(unknown, string(m[1]))
-				}
-				want := lines(clientGolangOpenMetrics(t, SamplesOnly(New(mapper(t, naming), nil, src))), infos, unknown)
-				if w, g := strings.Join(want, "\n"), strings.Join(lines(got, nil, nil), "\n"); w != g {
-					t.Errorf("fast path differs from client_golang:\n%s", lineDiff(w, g))
-				}
-				if n := parseOpenMetrics(t, got); n == 0 {
-					t.Error("no samples")
-				}
-				golden(t, name+"."+naming.String()+".om", got)
-			})
+				t.Run(sub, func(t *testing.T) {
+					src := open()
+					var buf bytes.Buffer
+					if err := New(mapper(t, naming), nil, src).WriteOpenMetrics(&buf, created); err != nil {
+						t.Fatal(err)
+					}
+					buf.WriteString("# EOF\n")
+					got := buf.Bytes()
+					var infos, unknown []string
+					for _, m := range infoType.FindAllSubmatch(got, -1) {
+						infos = append(infos, string(m[1]))
+					}
+					for _, m := range unknownType.FindAllSubmatch(got, -1) {
+						unknown = append(unknown, string(m[1]))
+					}
+					want := lines(clientGolangOpenMetrics(t, SamplesOnly(New(mapper(t, naming), nil, src)), created), infos, unknown)
+					if w, g := strings.Join(want, "\n"), strings.Join(lines(got, nil, nil), "\n"); w != g {
+						t.Errorf("fast path differs from client_golang:\n%s", lineDiff(w, g))
+					}
+					if n := parseOpenMetrics(t, got); n == 0 {
+						t.Error("no samples")
+					}
+					if created != bytes.Contains(got, []byte("_created")) && strings.HasPrefix(name, "mmv-") && naming == mapping.NamingDefault {
+						t.Errorf("created %v, but _created samples: %v", created, !created)
+					}
+					if !created {
+						golden(t, name+"."+naming.String()+".om", got)
+					}
+				})
+			}
 		}
 	}
 }

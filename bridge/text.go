@@ -28,7 +28,6 @@ type textCache struct {
 
 type cachedSeries struct {
 	inst   int32
-	read   uint32 // the read that last wrote the series
 	name   string
 	labels []byte
 	start  *seriesStart // counters whose start is known
@@ -43,21 +42,38 @@ type seriesStart struct {
 	v  [24]byte // the longest float64 'g' takes
 }
 
+// Format is what the fast path writes.
+type Format struct {
+	// OpenMetrics selects OpenMetrics 1.0.0: UNIT lines, info families
+	// typed info, counters without _total in the family name; else the
+	// text format 0.0.4.
+	OpenMetrics bool
+	// Created adds to OpenMetrics a _created sample after each counter
+	// sample whose start is known (the generation of the MMV file it comes
+	// from, if the source is live). Prometheus (2.x, and 3.x unless
+	// created-timestamp ingestion is on) stores them as series of their
+	// own, so it is off unless asked for, as in promhttp
+	// (HandlerOpts.EnableOpenMetricsTextCreatedSamples).
+	Created bool
+}
+
 // WriteText reads every source and writes their samples in the Prometheus
 // text format 0.0.4, without building a client_golang metric per value:
 // the fast path of /metrics. Families come source after source in the
 // order the source lists its metrics (family names are unique across the
 // sources of a Collector), series in instance order. The self-metrics go
 // through Self.
-func (c *Collector) WriteText(w io.Writer) error { return c.writeTo(w, false) }
+func (c *Collector) WriteText(w io.Writer) error { return c.Write(w, Format{}) }
 
-// WriteOpenMetrics is WriteText in OpenMetrics 1.0.0: UNIT lines, info
-// families typed info, and a _created sample after every counter sample
-// whose start is known (the generation of the MMV file it comes from). The
-// caller ends the exposition (self-metrics, then "# EOF").
-func (c *Collector) WriteOpenMetrics(w io.Writer) error { return c.writeTo(w, true) }
+// WriteOpenMetrics is WriteText in OpenMetrics (with _created samples if
+// created; see Format). The caller ends the exposition (self-metrics,
+// then "# EOF").
+func (c *Collector) WriteOpenMetrics(w io.Writer, created bool) error {
+	return c.Write(w, Format{OpenMetrics: true, Created: created})
+}
 
-func (c *Collector) writeTo(w io.Writer, om bool) error {
+// Write writes the samples in format f, 64 KiB at a time.
+func (c *Collector) Write(w io.Writer, f Format) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var err error
@@ -67,21 +83,22 @@ func (c *Collector) writeTo(w io.Writer, om bool) error {
 		}
 		return b[:0]
 	}
-	c.scratch = write(c.appendLocked(c.scratch[:0], om, 64<<10, write))
+	c.scratch = write(c.appendLocked(c.scratch[:0], f, 64<<10, write))
 	return err
 }
 
-// AppendExposition appends the samples to b as WriteText (om false) or
-// WriteOpenMetrics (om true) write them. With flush, it hands b to flush
-// between families once it holds flushAt bytes, and goes on with what
-// flush returns.
-func (c *Collector) AppendExposition(b []byte, om bool, flushAt int, flush func([]byte) []byte) []byte {
+// AppendExposition appends the samples to b in format f. With flush, it
+// hands b to flush between families once it holds flushAt bytes, and goes
+// on with what flush returns.
+func (c *Collector) AppendExposition(b []byte, f Format, flushAt int, flush func([]byte) []byte) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.appendLocked(b, om, flushAt, flush)
+	return c.appendLocked(b, f, flushAt, flush)
 }
 
-func (c *Collector) appendLocked(b []byte, om bool, flushAt int, flush func([]byte) []byte) []byte {
+func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush func([]byte) []byte) []byte {
+	om := format.OpenMetrics
+	created := om && format.Created
 	var genT time.Time
 	c.reads++
 	now := c.now()
@@ -96,7 +113,10 @@ func (c *Collector) appendLocked(b []byte, om bool, flushAt int, flush func([]by
 				b = flush(b)
 			}
 			b = AppendHeader(b, f, om)
-			genT = s.created(f, now)
+			genT = time.Time{}
+			if created && HasCreated(f) {
+				genT = s.created(f, now)
+			}
 		}
 		b = append(b, f.Name...)
 		if f.Type == mapping.Info {
@@ -127,16 +147,15 @@ func (c *Collector) appendLocked(b []byte, om bool, flushAt int, flush func([]by
 			if e.start == nil {
 				e.start = &seriesStart{}
 			}
+			// continued: with a generation, a series that comes back
+			// within it went on counting in the file
 			st := e.start
-			start := st.Observe(v, now, genT, e.read == uint32(c.reads-1))
-			if om && HasCreated(f) {
-				if ns := start.UnixNano(); ns != st.ns || st.n == 0 {
-					st.ns, st.n = ns, uint8(copy(st.v[:], AppendStart(st.v[:0], start)))
-				}
-				b = append(AppendCreated(b, f, e.labels, st.v[:st.n]), '\n')
+			start := st.Observe(v, now, genT, true)
+			if ns := start.UnixNano(); ns != st.ns || st.n == 0 {
+				st.ns, st.n = ns, uint8(copy(st.v[:], AppendStart(st.v[:0], start)))
 			}
+			b = append(AppendCreated(b, f, e.labels, st.v[:st.n]), '\n')
 		}
-		e.read = uint32(c.reads)
 	})
 	if targets := c.targets(nil); len(targets) > 0 {
 		b = appendTargets(b, targets, om)

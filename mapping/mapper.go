@@ -256,8 +256,9 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 	}
 	f.Help = helpText(md)
 	if !renamed {
-		// promtool's lint: names in snake_case (PCP has mem.util.commitLimit).
-		name = snakeCase(name)
+		// promtool's lint: names in snake_case (PCP has mem.util.commitLimit),
+		// no abbreviated units (disk.dev.d_await).
+		name = expandAbbreviations(snakeCase(name))
 	}
 	switch {
 	case d.Type == semantics.TypeString:

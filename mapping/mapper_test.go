@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
@@ -66,6 +70,12 @@ func TestFamilyNames(t *testing.T) {
 		{pcp: "types.kbyte_rate", d: desc(semantics.TypeDouble, semantics.SemInstant, kbPerSec), name: "types_rate_bytes_per_second", om: "types_rate_bytes_per_second", typ: Gauge, unit: "bytes_per_second", scale: 1024},
 		{pcp: "net.rtt.min", d: desc(semantics.TypeU32, semantics.SemInstant, msec), name: "net_rtt_min_seconds", om: "net_rtt_min_seconds", typ: Gauge, unit: "seconds", scale: 1e-3},
 		{pcp: "app.hours", d: desc(semantics.TypeU32, semantics.SemInstant, count), name: "app_hours", om: "app_hours", typ: Gauge, scale: 1},
+		// promtool lint: no abbreviated units; PCP's d_ (discard) spelt out
+		// where it begins a word (pminfo -d on this host: millisec / count,
+		// Kbyte / count), a trailing d left to the unit words.
+		{pcp: "disk.dev.d_await", d: desc(semantics.TypeDouble, semantics.SemInstant, semantics.Units{DimTime: 1, DimCount: -1, ScaleTime: semantics.TimeMSec}), name: "disk_dev_discard_await_seconds", om: "disk_dev_discard_await_seconds", typ: Gauge, unit: "seconds", scale: 1e-3},
+		{pcp: "disk.dm.d_avg_rqsz", d: desc(semantics.TypeDouble, semantics.SemInstant, semantics.Units{DimSpace: 1, DimCount: -1, ScaleSpace: semantics.SpaceKByte}), name: "disk_dm_discard_avg_rqsz_bytes", om: "disk_dm_discard_avg_rqsz_bytes", typ: Gauge, unit: "bytes", scale: 1024},
+		{pcp: "app.uptime_d", d: desc(semantics.TypeU32, semantics.SemInstant, semantics.Units{DimTime: 1, ScaleTime: semantics.TimeHour}), name: "app_uptime_seconds", om: "app_uptime_seconds", typ: Gauge, unit: "seconds", scale: 3600},
 		{pcp: "vfs.inodes.count", d: desc(semantics.TypeU32, semantics.SemInstant, semantics.Units{}), name: "vfs_inodescount", om: "vfs_inodescount", typ: Gauge, scale: 1},
 		{pcp: "mem.util.hugepagesTotal", d: desc(semantics.TypeU64, semantics.SemInstant, semantics.Units{}), name: "mem_util_hugepagestotal", om: "mem_util_hugepagestotal", typ: Gauge, scale: 1},
 		{pcp: "app.latency_sum", d: desc(semantics.TypeU64, semantics.SemCounter, msec), name: "app_latency_sum_seconds_total", om: "app_latency_sum_seconds", typ: Counter, unit: "seconds", scale: 1e-3},
@@ -115,7 +125,34 @@ func TestFamilyNames(t *testing.T) {
 				t.Errorf("%s (%s): help %q, want %q", c.pcp, n, f.Help, c.help)
 			}
 		}
+		// what promtool says of these stays: app.hours counts (no time
+		// unit to convert), "a-b.c d.é" is made of sanitized characters
+		if c.naming == NamingDefault && c.pcp != "app.hours" && c.pcp != "a-b.c d.é" {
+			if problems := lint(t, &f); len(problems) > 0 {
+				t.Errorf("%s: promtool's lint on %s: %v", c.pcp, f.Name, problems)
+			}
+		}
 	}
+}
+
+// lint runs promtool's lint (client_golang's promlint, which promtool
+// check metrics runs) over one sample of f.
+func lint(t *testing.T, f *Family) []promlint.Problem {
+	t.Helper()
+	mf := &dto.MetricFamily{Name: &f.Name, Help: proto.String("help")}
+	switch f.Type {
+	case Counter:
+		mf.Type = dto.MetricType_COUNTER.Enum()
+		mf.Metric = []*dto.Metric{{Counter: &dto.Counter{Value: proto.Float64(1)}}}
+	default:
+		mf.Type = dto.MetricType_GAUGE.Enum()
+		mf.Metric = []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(1)}}}
+	}
+	problems, err := promlint.NewWithMetricFamilies([]*dto.MetricFamily{mf}).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return problems
 }
 
 func TestMapAllClashes(t *testing.T) {

@@ -81,6 +81,31 @@ func reservedLabel(name string, own []string) bool {
 	return false
 }
 
+// abbreviations are PCP name components that promtool's lint reads as
+// abbreviated units ("metric names should not contain abbreviated units")
+// where PCP means a word: the d_ of the Linux disk metrics is "discard"
+// (disk.dev.d_await, disk.dm.d_avg_rqsz).
+var abbreviations = map[string]string{"d": "discard"}
+
+// expandAbbreviations spells out the abbreviations that begin a word of
+// several components (d_await: a word follows), where they cannot be a
+// unit; the first and last components are kept (a trailing "_d" may be
+// days).
+func expandAbbreviations(name string) string {
+	parts := strings.Split(name, "_")
+	changed := false
+	for i := 1; i < len(parts)-1; i++ {
+		next := parts[i+1]
+		if w, ok := abbreviations[parts[i]]; ok && next != "" && next[0] >= 'a' && next[0] <= 'z' {
+			parts[i], changed = w, true
+		}
+	}
+	if !changed {
+		return name
+	}
+	return strings.Join(parts, "_")
+}
+
 // typeWordStandIns replace a type word in the fallback name of a metric
 // whose lint-clean name is taken ("types.double_counter" next to the gauge
 // "types.double"): PCP's own word for the semantics.

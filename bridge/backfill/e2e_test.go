@@ -231,7 +231,7 @@ func TestOpenMetricsThroughPromtool(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := WriteOpenMetrics(context.Background(), Options{Archives: []*archive.Archive{a}}, f)
+			st, err := WriteOpenMetrics(context.Background(), Options{Archives: []*archive.Archive{a}}, f, false)
 			f.Close()
 			if err != nil {
 				t.Fatal(err)

@@ -31,10 +31,12 @@ const omTempPrefix = ".pcp-exporter-om-"
 
 // WriteOpenMetrics writes the samples as an OpenMetrics text file that
 // `promtool tsdb create-blocks-from openmetrics` accepts: families one after
-// the other (TYPE and HELP first), timestamps in seconds, "# EOF" last.
-// The temporary files go to opts.TempDir (the output's directory, for the
+// the other (HELP, TYPE and UNIT first), timestamps in seconds, "# EOF"
+// last; with created, a _created sample after each counter sample (see
+// bridge.Format: promtool stores them as series of their own). The
+// temporary files go to opts.TempDir (the output's directory, for the
 // command), where those a killed run left are removed.
-func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer) (Stats, error) {
+func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer, created bool) (Stats, error) {
 	total := Stats{Skipped: map[string]int64{}, RejectedBy: map[string]int64{}}
 	removeStaleTemps(opts.TempDir)
 	names, err := familyNames(opts)
@@ -44,7 +46,7 @@ func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer) (Stats, er
 	bw := bufio.NewWriterSize(w, 1<<16)
 	for i := 0; i < len(names); i += familiesPerPass {
 		group := names[i:min(i+familiesPerPass, len(names))]
-		sink, err := newOMSink(opts.TempDir, group)
+		sink, err := newOMSink(opts.TempDir, group, created)
 		if err != nil {
 			return total, err
 		}
@@ -133,12 +135,13 @@ func familyNames(opts Options) ([]string, error) {
 }
 
 type omSink struct {
-	names  []string
-	files  map[string]*os.File
-	bufs   map[string]*bufio.Writer
-	head   map[string]bool
-	line   []byte
-	series []omSeries // by Series.ID
+	created bool
+	names   []string
+	files   map[string]*os.File
+	bufs    map[string]*bufio.Writer
+	head    map[string]bool
+	line    []byte
+	series  []omSeries // by Series.ID
 }
 
 // omSeries is what the sink keeps per series: its label block, and the
@@ -175,8 +178,8 @@ func removeStaleTemps(dir string) {
 	}
 }
 
-func newOMSink(dir string, names []string) (*omSink, error) {
-	s := &omSink{names: names, files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}, head: map[string]bool{}}
+func newOMSink(dir string, names []string, created bool) (*omSink, error) {
+	s := &omSink{created: created, names: names, files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}, head: map[string]bool{}}
 	for _, n := range names {
 		f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-", omTempPrefix, os.Getpid()))
 		if err != nil {
@@ -192,7 +195,7 @@ func newOMSink(dir string, names []string) (*omSink, error) {
 // Write appends each sample to its family's file, as the exposition of
 // /metrics in OpenMetrics writes it (bridge's encoder: HELP, TYPE and UNIT
 // first, info families typed info), with its timestamp in seconds, and a
-// _created sample after every counter sample.
+// _created sample after every counter sample if asked for.
 func (s *omSink) Write(_ context.Context, batch []Sample) (Outcome, error) {
 	for i := range batch {
 		smp := &batch[i]
@@ -221,7 +224,7 @@ func (s *omSink) Write(_ context.Context, batch []Sample) (Outcome, error) {
 		b = strconv.AppendFloat(b, float64(smp.T)/1000, 'f', -1, 64)
 		ts := b[n:]
 		b = append(b, '\n')
-		if bridge.HasCreated(f) {
+		if s.created && bridge.HasCreated(f) {
 			t := time.UnixMilli(smp.T)
 			if start := ser.start.Observe(smp.V, t, time.Time{}, true); ser.createdV == nil || !start.Equal(ser.created) {
 				ser.created = start

@@ -25,7 +25,7 @@ func TestOpenMetricsFile(t *testing.T) {
 	for _, rel := range []string{"seedtables/seedtables", "types/types_v3", "live/live"} {
 		t.Run(rel, func(t *testing.T) {
 			var out bytes.Buffer
-			if _, err := WriteOpenMetrics(context.Background(), Options{Archives: []*archive.Archive{openArchive(t, rel)}}, &out); err != nil {
+			if _, err := WriteOpenMetrics(context.Background(), Options{Archives: []*archive.Archive{openArchive(t, rel)}}, &out, true); err != nil {
 				t.Fatal(err)
 			}
 			b := out.Bytes()

@@ -73,6 +73,7 @@ func fetchCommand() command {
 			naming := cmd.Flag("naming", "Naming for --format openmetrics: default or pmproxy (as for serve).").Default("default").Enum("default", "pmproxy")
 			fullLabels := new(bool)
 			fullLabelsFlag(cmd, fullLabels)
+			created := cmd.Flag("openmetrics.created", "With --format openmetrics, a _created sample after each counter sample whose start is known (the MMV file's creation). Prometheus stores them as series of their own unless its created-timestamp ingestion is on.").Bool()
 			dflags := addDerivedFlags(cmd)
 			names := cmd.Arg("metric", "Metrics or subtrees to fetch (all when none is given).").Strings()
 			return func() error {
@@ -93,7 +94,7 @@ func fetchCommand() command {
 					return err
 				}
 				if mapper != nil {
-					return fetchOpenMetrics(os.Stdout, src, mf.path, *names, mapper, logger, mmvContext())
+					return fetchOpenMetrics(os.Stdout, src, mf.path, *names, mapper, *created, logger, mmvContext())
 				}
 				return fetchValues(os.Stdout, src, *names, *format)
 			}
@@ -365,14 +366,14 @@ func (s selectedSource) Unwrap() source.Source { return s.Source }
 // fetchOpenMetrics fetches the selected metrics once and writes them as the
 // OpenMetrics exposition serve gives for the source (mapped families, no
 // self-metrics), ended by # EOF.
-func fetchOpenMetrics(w io.Writer, src source.Source, name string, args []string, mapper *mapping.Mapper, logger *slog.Logger, context []mapping.LabelPair) error {
+func fetchOpenMetrics(w io.Writer, src source.Source, name string, args []string, mapper *mapping.Mapper, created bool, logger *slog.Logger, context []mapping.LabelPair) error {
 	metrics, err := selectMetrics(src.Metrics(), args)
 	if err != nil {
 		return err
 	}
 	col := bridge.New(mapper, logger, bridge.Source{Name: name, Src: selectedSource{src, metrics}, Context: context})
 	bw := bufio.NewWriter(w)
-	if err := col.WriteOpenMetrics(bw); err != nil {
+	if err := col.WriteOpenMetrics(bw, created); err != nil {
 		return fmt.Errorf("openmetrics: %w", err)
 	}
 	if _, err := bw.WriteString("# EOF\n"); err != nil {

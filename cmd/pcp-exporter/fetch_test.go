@@ -144,10 +144,12 @@ func TestFetchOpenMetrics(t *testing.T) {
 	for _, tc := range []struct {
 		name, path, naming string
 		metrics            []string
+		created            bool
 	}{
-		{"dir.om", mmvCorpus, "default", nil},
-		{"dir.pmproxy.om", mmvCorpus, "pmproxy", nil},
-		{"v1-subtrees.om", filepath.Join(mmvCorpus, "corpusv1"), "default", []string{"mmv.corpusv1.stats.names", "mmv.corpusv1.stats.elapsed", "mmv.corpusv1.stats.i32"}},
+		{"dir.om", mmvCorpus, "default", nil, false},
+		{"dir.created.om", mmvCorpus, "default", nil, true},
+		{"dir.pmproxy.om", mmvCorpus, "pmproxy", nil, false},
+		{"v1-subtrees.om", filepath.Join(mmvCorpus, "corpusv1"), "default", []string{"mmv.corpusv1.stats.names", "mmv.corpusv1.stats.elapsed", "mmv.corpusv1.stats.i32"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src, err := openMMV(tc.path, false, nil)
@@ -160,7 +162,7 @@ func TestFetchOpenMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			if err := fetchOpenMetrics(&out, src, tc.path, tc.metrics, mapper, nil, []mapping.LabelPair{{Name: "hostname", Value: "testhost"}}); err != nil {
+			if err := fetchOpenMetrics(&out, src, tc.path, tc.metrics, mapper, tc.created, nil, []mapping.LabelPair{{Name: "hostname", Value: "testhost"}}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := omCheck(out.Bytes()); err != nil {

@@ -63,6 +63,7 @@ type serveFlags struct {
 	fullLabels  bool
 	maxRequests int
 	http        *httpFlags
+	omCreated   bool
 	derived     *derivedFlags
 	// otlpStarters start pushes next to /metrics; open opens sources of
 	// their own.
@@ -86,6 +87,7 @@ func serveCommand() command {
 			cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetry)
 			cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests that read the sources (0 disables the limit); text and OpenMetrics scrapes arriving while one is read share its result and are not counted.").Default("40").IntVar(&f.maxRequests)
 			f.http = addHTTPFlags(cmd)
+			cmd.Flag("openmetrics.created", "In OpenMetrics scrapes, a _created sample after each counter sample whose start is known (the MMV file's creation). Prometheus stores them as series of their own unless its created-timestamp ingestion is on.").BoolVar(&f.omCreated)
 			cmd.Flag("mmv.dir", "Directory of MMV files to export (default $PCP_TMP_DIR/mmv, else /var/lib/pcp/tmp/mmv).").Default(mmv.DefaultDir()).IsSetByUser(&f.mmvDirSet).StringVar(&f.mmvDir)
 			cmd.Flag("mmv.pid-check", "Honour the PROCESS flag of MMV files as pmdammv does: export a file only while its writer's PID exists (turn off in a sidecar that cannot see the application's PID namespace).").Default("true").BoolVar(&f.pidCheck)
 			cmd.Flag("archive", "PCP archive to replay in real time instead of live MMV files (repeatable: several archives form one timeline; a directory stands for its archives).").PlaceHolder("PATH").StringsVar(&f.archives)
@@ -305,11 +307,12 @@ func runServe(f *serveFlags) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/-/reload", rl.handle)
 	mux.Handle(f.telemetry, wd.track(col.Handler(reg, full, promhttp.HandlerOpts{
-		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelError),
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: f.maxRequests,
-		EnableOpenMetrics:   true,
-		Registry:            reg,
+		ErrorLog:                            slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		ErrorHandling:                       promhttp.ContinueOnError,
+		MaxRequestsInFlight:                 f.maxRequests,
+		EnableOpenMetrics:                   true,
+		EnableOpenMetricsTextCreatedSamples: f.omCreated,
+		Registry:                            reg,
 	})))
 	mux.Handle("/-/healthy", wd.healthy(logger))
 	// A first read makes the sources ready; a scrape does it too.
