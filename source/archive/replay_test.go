@@ -422,10 +422,14 @@ func editedLive(t *testing.T, edit func(vol []byte, recs []int)) *Archive {
 // record times repeat and go back all through the file, at fetch times
 // drawn at random (some on record times), with windows of 1 to 32 records,
 // over every metric and over random subsets of those logged in most
-// records. The seeds are fixed.
+// records. The seeds are fixed: 12, 4 without PCPX_LONG_TESTS.
 func TestReplaySupersededJumbled(t *testing.T) {
 	searchSkips, cases := 0, 0
-	for seed := int64(1); seed <= 12; seed++ {
+	seeds := int64(12)
+	if !longtest.Enabled() {
+		seeds = 4
+	}
+	for seed := int64(1); seed <= seeds; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		a := jumbledLive(t, rng, []float64{0.1, 0.3, 0.5}[seed%3])
 		end, err := a.End()
@@ -526,6 +530,7 @@ func TestReplaySmallReadBuffer(t *testing.T) {
 // corpus archive at intervals shorter and longer than the logging
 // intervals, at several offsets, with both rules, and around the records
 // TestReplayWindowIsOnlyMemory restamps (time going back, equal times).
+// Without PCPX_LONG_TESTS: one interval and offset per archive, in turn.
 func TestReplaySupersededSets(t *testing.T) {
 	skipped, searchSkipped := 0, 0
 	check := func(a *Archive, arch string, ivs, offs []float64) {
@@ -570,14 +575,25 @@ func TestReplaySupersededSets(t *testing.T) {
 	if len(archs) < 5 {
 		t.Fatalf("only %d archives", len(archs))
 	}
-	for _, arch := range archs {
+	// without PCPX_LONG_TESTS: one interval and offset per archive, in turn,
+	// and every ninth record restamped
+	ivs, offs, kStep := []float64{0.3, 1, 7.3}, []float64{0.05, 1.9}, 3
+	long := longtest.Enabled()
+	if !long {
+		kStep = 9
+	}
+	for i, arch := range archs {
 		a, err := Open(filepath.Join(corpus, arch))
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(a, arch, []float64{0.3, 1, 7.3}, []float64{0.05, 1.9})
+		if long {
+			check(a, arch, ivs, offs)
+		} else {
+			check(a, arch, ivs[i%3:i%3+1], offs[i%2:i%2+1])
+		}
 	}
-	for k := 8; k < 32; k += 3 {
+	for k := 8; k < 32; k += kStep {
 		for _, mode := range []string{"back", "equal"} {
 			check(restampedLive(t, k, mode), fmt.Sprintf("live record %d %s", k, mode), []float64{0.7, 2.1}, []float64{0.25})
 		}

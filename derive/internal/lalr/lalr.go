@@ -89,6 +89,15 @@ type lrState struct {
 	goTo   map[Symbol]int
 }
 
+// builder holds the grammar and the automaton while Build makes it.
+type builder struct {
+	g        Grammar
+	byLHS    [][]int    // the rules of each nonterminal
+	nullable []bool     // per symbol
+	first    []tokenSet // FIRST of each symbol
+	states   []*lrState
+}
+
 // Build constructs the LALR(1) automaton of g.
 func Build(g Grammar) (*Tables, error) {
 	numTerminals, numSymbols, rules := g.NumTerminals, g.NumSymbols, g.Rules
@@ -98,92 +107,107 @@ func Build(g Grammar) (*Tables, error) {
 	if len(g.TokPrec) != numTerminals || len(g.TokAssoc) != numTerminals {
 		return nil, fmt.Errorf("lalr: %d terminals but %d precedences and %d associativities", numTerminals, len(g.TokPrec), len(g.TokAssoc))
 	}
-	byLHS := make([][]int, numSymbols)
+	b := &builder{g: g, byLHS: make([][]int, numSymbols)}
 	for i, r := range rules {
-		byLHS[r.LHS] = append(byLHS[r.LHS], i)
+		b.byLHS[r.LHS] = append(b.byLHS[r.LHS], i)
 	}
-	// nullable and FIRST sets of the nonterminals
-	nullable := make([]bool, numSymbols)
-	first := make([]tokenSet, numSymbols)
+	b.firstSets()
+	b.lr0States()
+	b.lookaheads()
+	return b.tables(), nil
+}
+
+// firstSets computes nullable and FIRST of every symbol.
+func (b *builder) firstSets() {
+	numTerminals, rules := b.g.NumTerminals, b.g.Rules
+	b.nullable = make([]bool, b.g.NumSymbols)
+	b.first = make([]tokenSet, b.g.NumSymbols)
 	for t := 0; t < numTerminals; t++ {
-		first[t] = 1 << uint(t)
+		b.first[t] = 1 << uint(t)
 	}
 	for changed := true; changed; {
 		changed = false
 		for _, r := range rules {
 			allNull := true
 			for _, s := range r.RHS {
-				if f := first[r.LHS] | first[s]; f != first[r.LHS] {
-					first[r.LHS] = f
+				if f := b.first[r.LHS] | b.first[s]; f != b.first[r.LHS] {
+					b.first[r.LHS] = f
 					changed = true
 				}
-				if int(s) < numTerminals || !nullable[s] {
+				if int(s) < numTerminals || !b.nullable[s] {
 					allNull = false
 					break
 				}
 			}
-			if allNull && !nullable[r.LHS] {
-				nullable[r.LHS] = true
+			if allNull && !b.nullable[r.LHS] {
+				b.nullable[r.LHS] = true
 				changed = true
 			}
 		}
 	}
-	// firstOf returns FIRST of a Symbol string and whether it is nullable.
-	firstOf := func(seq []Symbol) (tokenSet, bool) {
-		var f tokenSet
-		for _, s := range seq {
-			f |= first[s]
-			if int(s) < numTerminals || !nullable[s] {
-				return f, false
-			}
-		}
-		return f, true
-	}
+}
 
-	// LR(0) states
-	closure := func(kernel []lrItem) []lrItem {
-		items := append([]lrItem(nil), kernel...)
-		seen := map[lrItem]bool{}
-		for _, it := range items {
-			seen[it] = true
+// firstOf returns FIRST of a symbol string and whether it is nullable.
+func (b *builder) firstOf(seq []Symbol) (tokenSet, bool) {
+	var f tokenSet
+	for _, s := range seq {
+		f |= b.first[s]
+		if int(s) < b.g.NumTerminals || !b.nullable[s] {
+			return f, false
 		}
-		for i := 0; i < len(items); i++ {
-			r := rules[items[i].rule]
-			if items[i].dot >= len(r.RHS) {
-				continue
-			}
-			next := r.RHS[items[i].dot]
-			if int(next) < numTerminals {
-				continue
-			}
-			for _, ri := range byLHS[next] {
-				it := lrItem{ri, 0}
-				if !seen[it] {
-					seen[it] = true
-					items = append(items, it)
-				}
-			}
-		}
-		return items
 	}
-	key := func(k []lrItem) string {
-		b := make([]byte, 0, len(k)*4)
-		for _, it := range k {
-			b = append(b, byte(it.rule), byte(it.rule>>8), byte(it.dot), ',')
-		}
-		return string(b)
+	return f, true
+}
+
+// closure returns the items of a kernel's closure, the kernel first.
+func (b *builder) closure(kernel []lrItem) []lrItem {
+	items := append([]lrItem(nil), kernel...)
+	seen := map[lrItem]bool{}
+	for _, it := range items {
+		seen[it] = true
 	}
-	states := []*lrState{{kernel: []lrItem{{0, 0}}}}
-	index := map[string]int{key(states[0].kernel): 0}
-	for i := 0; i < len(states); i++ {
-		st := states[i]
-		st.items = closure(st.kernel)
+	for i := 0; i < len(items); i++ {
+		r := b.g.Rules[items[i].rule]
+		if items[i].dot >= len(r.RHS) {
+			continue
+		}
+		next := r.RHS[items[i].dot]
+		if int(next) < b.g.NumTerminals {
+			continue
+		}
+		for _, ri := range b.byLHS[next] {
+			it := lrItem{ri, 0}
+			if !seen[it] {
+				seen[it] = true
+				items = append(items, it)
+			}
+		}
+	}
+	return items
+}
+
+// key identifies a kernel.
+func key(k []lrItem) string {
+	s := make([]byte, 0, len(k)*4)
+	for _, it := range k {
+		s = append(s, byte(it.rule), byte(it.rule>>8), byte(it.dot), ',')
+	}
+	return string(s)
+}
+
+// lr0States builds the LR(0) automaton from the start rule.
+func (b *builder) lr0States() {
+	b.states = []*lrState{{kernel: []lrItem{{0, 0}}}}
+	index := map[string]int{key(b.states[0].kernel): 0}
+	for i := 0; i < len(b.states); i++ {
+		st := b.states[i]
+		st.items = b.closure(st.kernel)
 		st.la = make([]tokenSet, len(st.items))
 		st.goTo = map[Symbol]int{}
 		var order []Symbol
 		next := map[Symbol][]lrItem{}
 		for _, it := range st.items {
-			r := rules[it.rule]
+			r := b.g.Rules[it.rule]
 			if it.dot >= len(r.RHS) {
 				continue
 			}
@@ -198,17 +222,20 @@ func Build(g Grammar) (*Tables, error) {
 			ks := key(k)
 			j, ok := index[ks]
 			if !ok {
-				j = len(states)
+				j = len(b.states)
 				index[ks] = j
-				states = append(states, &lrState{kernel: k})
+				b.states = append(b.states, &lrState{kernel: k})
 			}
 			st.goTo[x] = j
 		}
 	}
+}
 
-	// LALR(1) lookaheads by propagation to a fixed point.
-	itemIndex := make([]map[lrItem]int, len(states))
-	for i, st := range states {
+// lookaheads computes the LALR(1) lookaheads by propagation to a fixed
+// point.
+func (b *builder) lookaheads() {
+	itemIndex := make([]map[lrItem]int, len(b.states))
+	for i, st := range b.states {
 		itemIndex[i] = make(map[lrItem]int, len(st.items))
 		for j, it := range st.items {
 			itemIndex[i][it] = j
@@ -216,20 +243,20 @@ func Build(g Grammar) (*Tables, error) {
 	}
 	for changed := true; changed; {
 		changed = false
-		for si, st := range states {
+		for si, st := range b.states {
 			// closure lookaheads within the state
 			for inner := true; inner; {
 				inner = false
 				for j, it := range st.items {
-					r := rules[it.rule]
-					if it.dot >= len(r.RHS) || int(r.RHS[it.dot]) < numTerminals {
+					r := b.g.Rules[it.rule]
+					if it.dot >= len(r.RHS) || int(r.RHS[it.dot]) < b.g.NumTerminals {
 						continue
 					}
-					f, null := firstOf(r.RHS[it.dot+1:])
+					f, null := b.firstOf(r.RHS[it.dot+1:])
 					if null {
 						f |= st.la[j]
 					}
-					for _, ri := range byLHS[r.RHS[it.dot]] {
+					for _, ri := range b.byLHS[r.RHS[it.dot]] {
 						k := itemIndex[si][lrItem{ri, 0}]
 						if st.la[k]|f != st.la[k] {
 							st.la[k] |= f
@@ -241,13 +268,13 @@ func Build(g Grammar) (*Tables, error) {
 			}
 			// propagate to successor kernels
 			for j, it := range st.items {
-				r := rules[it.rule]
+				r := b.g.Rules[it.rule]
 				if it.dot >= len(r.RHS) {
 					continue
 				}
 				tj := st.goTo[r.RHS[it.dot]]
 				k := itemIndex[tj][lrItem{it.rule, it.dot + 1}]
-				t := states[tj]
+				t := b.states[tj]
 				if t.la[k]|st.la[j] != t.la[k] {
 					t.la[k] |= st.la[j]
 					changed = true
@@ -255,17 +282,21 @@ func Build(g Grammar) (*Tables, error) {
 			}
 		}
 	}
+}
 
-	// action tables
+// tables makes the parser tables: actions, conflicts resolved as bison
+// resolves them, default reductions and gotos.
+func (b *builder) tables() *Tables {
+	numTerminals, g := b.g.NumTerminals, b.g
 	pt := &Tables{
-		Action:     make([][]int, len(states)),
-		DefReduce:  make([]int, len(states)),
-		NeedsToken: make([]bool, len(states)),
-		GoTo:       make([][]int, len(states)),
+		Action:     make([][]int, len(b.states)),
+		DefReduce:  make([]int, len(b.states)),
+		NeedsToken: make([]bool, len(b.states)),
+		GoTo:       make([][]int, len(b.states)),
 	}
-	for si, st := range states {
+	for si, st := range b.states {
 		row := make([]int, numTerminals)
-		gt := make([]int, numSymbols-numTerminals)
+		gt := make([]int, b.g.NumSymbols-numTerminals)
 		for i := range gt {
 			gt[i] = -1
 		}
@@ -278,7 +309,7 @@ func Build(g Grammar) (*Tables, error) {
 		// reductions, the rule declared first wins a reduce/reduce conflict
 		reduceRules := []int{}
 		for j, it := range st.items {
-			if it.dot < len(rules[it.rule].RHS) {
+			if it.dot < len(b.g.Rules[it.rule].RHS) {
 				continue
 			}
 			reduceRules = append(reduceRules, it.rule)
@@ -302,7 +333,7 @@ func Build(g Grammar) (*Tables, error) {
 				nodefault = true
 			}
 			if row[x] < 0 {
-				r := rules[-row[x]-1]
+				r := b.g.Rules[-row[x]-1]
 				tp := g.TokPrec[x]
 				if r.Prec != 0 && tp != 0 {
 					switch {
@@ -357,5 +388,5 @@ func Build(g Grammar) (*Tables, error) {
 		}
 		pt.Action[si] = row
 	}
-	return pt, nil
+	return pt
 }
