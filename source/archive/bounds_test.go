@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -521,4 +522,34 @@ func TestRefreshPendingRecord(t *testing.T) {
 	if !errors.As(err1, &fe) || !strings.Contains(err1.Error(), "record length 5 too small") {
 		t.Errorf("err = %v", err1)
 	}
+}
+
+// FuzzCompressedMeta reads .meta contents compressed (gzip), a window at a
+// time, and whole as a plain file: the same records, or the same error.
+func FuzzCompressedMeta(f *testing.F) {
+	for _, b := range corpusFiles(f, ".meta") {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		plain := filepath.Join(dir, "x.meta")
+		if err := os.WriteFile(plain, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		compressFile(t, plain, plain+".gz", func(w io.Writer) (io.WriteCloser, error) { return gzip.NewWriter(w), nil })
+		l1, m1, err1 := readMeta(plain)
+		l2, m2, err2 := readMeta(plain + ".gz")
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatalf("plain: %v, compressed: %v", err1, err2)
+		}
+		if err1 != nil {
+			if e1, e2 := err1.Error(), strings.ReplaceAll(err2.Error(), ".meta.gz", ".meta"); e1 != e2 {
+				t.Fatalf("plain: %s\ncompressed: %s", e1, e2)
+			}
+			return
+		}
+		if l1 != l2 || m1.off != m2.off || len(m1.descs) != len(m2.descs) || len(m1.indoms) != len(m2.indoms) || len(m1.texts) != len(m2.texts) || len(m1.labels) != len(m2.labels) {
+			t.Fatalf("plain: %+v, %d bytes; compressed: %+v, %d bytes", l1, m1.off, l2, m2.off)
+		}
+	})
 }
