@@ -334,27 +334,59 @@ func withoutTargetInfo(m map[string]bool) map[string]bool {
 	return m
 }
 
-// TestRemoteWriteIntoVictoriaMetrics does the same into VictoriaMetrics.
+// TestRemoteWriteIntoVictoriaMetrics does the same into VictoriaMetrics,
+// twice, as the README advises for reruns (-dedup.minScrapeInterval=1ms):
+// the second run stores nothing more.
 func TestRemoteWriteIntoVictoriaMetrics(t *testing.T) {
+	base := startVictoriaMetrics(t, "-dedup.minScrapeInterval=1ms")
+	rel := "indoms/indoms"
+	a := openArchive(t, rel)
+	want := expectedRaw(t, a, rel)
+	for run := 1; run <= 2; run++ {
+		st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}}, NewRemoteWriteSink(base+"/api/v1/write", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// make the samples searchable
+		if resp, err := http.Get(base + "/internal/force_flush"); err == nil {
+			resp.Body.Close()
+		}
+		if st.Written != st.Read {
+			t.Errorf("run %d: stats %+v", run, st)
+		}
+		var got map[string]bool
+		for i := 0; i < 50; i++ {
+			got = exportedVM(t, base, promNames(t, a))
+			if len(got) >= len(want) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		compareSets(t, fmt.Sprintf("%s, run %d", rel, run), want, got)
+	}
+}
+
+// startVictoriaMetrics runs victoria-metrics on a free loopback port with
+// extra flags and returns its base URL once healthy.
+func startVictoriaMetrics(t *testing.T, flags ...string) string {
 	bin := e2e.Require(t, "victoria-metrics")[0]
 	dir := t.TempDir()
 	addr := e2e.FreeAddr(t)
-	cmd := exec.Command(bin, "-httpListenAddr="+addr, "-storageDataPath="+dir, "-retentionPeriod=100y", "-search.latencyOffset=0s", "-search.disableCache")
+	cmd := exec.Command(bin, append([]string{"-httpListenAddr=" + addr, "-storageDataPath=" + dir, "-retentionPeriod=100y", "-search.latencyOffset=0s", "-search.disableCache"}, flags...)...)
 	logf, err := os.Create(filepath.Join(t.TempDir(), "vm.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logf.Close()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() })
 	base := "http://" + addr
 	for i := 0; ; i++ {
 		if resp, err := http.Get(base + "/health"); err == nil {
 			resp.Body.Close()
-			break
+			return base
 		}
 		if i > 100 {
 			b, _ := os.ReadFile(logf.Name())
@@ -362,29 +394,6 @@ func TestRemoteWriteIntoVictoriaMetrics(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	rel := "indoms/indoms"
-	a := openArchive(t, rel)
-	st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}}, NewRemoteWriteSink(base+"/api/v1/write", nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// make the samples searchable
-	if resp, err := http.Get(base + "/internal/force_flush"); err == nil {
-		resp.Body.Close()
-	}
-	if st.Written != st.Read {
-		t.Errorf("stats %+v", st)
-	}
-	want := expectedRaw(t, a, rel)
-	var got map[string]bool
-	for i := 0; i < 50; i++ {
-		got = exportedVM(t, base, promNames(t, a))
-		if len(got) >= len(want) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	compareSets(t, rel, want, got)
 }
 
 // exportedVM reads raw samples back with VictoriaMetrics' export API.

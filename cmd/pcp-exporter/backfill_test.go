@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/snappy"
+
+	"github.com/pcp-exporter/pcp-exporter/bridge/backfill"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -187,4 +190,58 @@ func countSamples(b []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// TestBackfillKilledLeavesNoTempFiles SIGKILLs a process writing an
+// OpenMetrics backfill while its temporary files exist (its output is a
+// pipe nobody reads), then reruns the backfill into the same directory:
+// the killed run's files are removed.
+func TestBackfillKilledLeavesNoTempFiles(t *testing.T) {
+	if dir := os.Getenv("PCPX_KILLED_BACKFILL_DIR"); dir != "" {
+		as, err := openArchives([]string{filepath.Join(corpus, "archives", "live/live")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, w, err := os.Pipe() // never read: the copy blocks
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = backfill.WriteOpenMetrics(context.Background(), backfill.Options{Archives: as, TempDir: dir}, w)
+		r.Close()
+		t.Fatalf("the write to a pipe nobody reads returned: %v", err)
+	}
+	dir := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestBackfillKilledLeavesNoTempFiles$")
+	child.Env = append(os.Environ(), "PCPX_KILLED_BACKFILL_DIR="+dir)
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	temps := func() int {
+		m, _ := filepath.Glob(filepath.Join(dir, ".pcp-exporter-om-*"))
+		return len(m)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for temps() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the child made no temporary file")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // into the blocked copy
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	left := temps()
+	if left == 0 {
+		t.Fatal("the killed run left no temporary file: nothing to clean")
+	}
+	out := filepath.Join(dir, "out.om")
+	f := &backfillFlags{archives: []string{filepath.Join(corpus, "archives", "seedtables/seedtables")}, output: "openmetrics:" + out, naming: "default", quiet: true}
+	if err := runBackfill(f, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if n := temps(); n != 0 {
+		t.Errorf("%d of the killed run's %d temporary files remain after a rerun", n, left)
+	}
+	t.Logf("the killed run left %d temporary files; the rerun removed them", left)
 }

@@ -23,6 +23,10 @@ type Archive struct {
 	indexPath string
 	st        atomic.Pointer[state]
 	mu        sync.Mutex // serializes Refresh
+	// metaErr is Refresh's error parsing the .meta file when it had
+	// metaErrSize bytes: given again until the file changes size
+	metaErr     error
+	metaErrSize int64
 
 	openVolume func(path string) (*stream, error) // openStream; replaced by fuzz tests
 
@@ -77,28 +81,11 @@ func open(path string, live bool) (*Archive, error) {
 		return nil, fmt.Errorf("%s: missing .meta file: %w", base, err)
 	}
 	a.metaPath = mp
-	b, err := readAll(mp)
+	l, m, err := readMeta(mp, live)
 	if err != nil {
 		return nil, err
-	}
-	l, err := parseLabel(mp, b)
-	if err != nil {
-		return nil, err
-	}
-	if l.Vol != volMeta {
-		return nil, &FormatError{File: mp, Off: 20, Msg: fmt.Sprintf("label volume %d, want -1 for .meta", l.Vol)}
 	}
 	a.label = l
-	m := newMeta()
-	m.off = int64(labelSize(l.Version))
-	used, err := m.parse(mp, b[m.off:])
-	if err != nil {
-		return nil, err
-	}
-	m.off += int64(used)
-	if left := int64(len(b)) - m.off; left > 0 && !live {
-		return nil, &FormatError{File: mp, Off: m.off, Msg: cutMsg("metadata", b[m.off:])}
-	}
 	st := &state{meta: m}
 	if ip, err := findFile(base + ".index"); err == nil {
 		a.indexPath = ip
@@ -133,6 +120,49 @@ func open(path string, live bool) (*Archive, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// readMeta reads the label and the records of a .meta file. A cut last
+// record is an error unless the file may still be written (live).
+func readMeta(mp string, live bool) (Label, *meta, error) {
+	var l Label
+	var m *meta
+	if compressionOf(mp) != "" {
+		var err error
+		if l, m, err = readCompressedMeta(mp); err != nil {
+			return Label{}, nil, err
+		}
+	} else {
+		b, err := readAll(mp)
+		if err != nil {
+			return Label{}, nil, err
+		}
+		if l, err = parseLabel(mp, b); err != nil {
+			return Label{}, nil, err
+		}
+		if err := checkMetaLabel(mp, l); err != nil {
+			return Label{}, nil, err
+		}
+		m = newMeta()
+		m.off = int64(labelSize(l.Version))
+		used, err := m.parse(mp, b[m.off:])
+		if err != nil {
+			return Label{}, nil, err
+		}
+		m.off += int64(used)
+		if left := int64(len(b)) - m.off; left > 0 && !live {
+			return Label{}, nil, &FormatError{File: mp, Off: m.off, Msg: cutMsg("metadata", b[m.off:])}
+		}
+		m.notePending(b[m.off:])
+	}
+	return l, m, nil
+}
+
+func checkMetaLabel(mp string, l Label) error {
+	if l.Vol != volMeta {
+		return &FormatError{File: mp, Off: 20, Msg: fmt.Sprintf("label volume %d, want -1 for .meta", l.Vol)}
+	}
+	return nil
 }
 
 // checkLabel verifies a file's label against the archive's (__pmLogChkLabel).
@@ -242,7 +272,10 @@ func (a *Archive) Refresh() error {
 	old := a.state()
 	st := &state{meta: old.meta, vols: old.vols, index: old.index, indexOff: old.indexOff}
 	if compressionOf(a.metaPath) == "" {
-		b, err := readFrom(a.metaPath, old.meta.off)
+		if fi, err := os.Stat(a.metaPath); err == nil && a.metaErr != nil && fi.Size() == a.metaErrSize {
+			return a.metaErr // not read again before the file changes
+		}
+		b, size, err := metaTail(a.metaPath, old.meta)
 		if err != nil {
 			return err
 		}
@@ -250,11 +283,14 @@ func (a *Archive) Refresh() error {
 			m := old.meta.clone()
 			used, err := m.parse(a.metaPath, b)
 			if err != nil {
+				a.metaErr, a.metaErrSize = err, size
 				return err
 			}
 			m.off += int64(used)
+			m.notePending(b[used:])
 			st.meta = m
 		}
+		a.metaErr = nil
 	}
 	if a.indexPath == "" {
 		if ip, err := findFile(a.base + ".index"); err == nil && compressionOf(ip) == "" {
@@ -301,6 +337,30 @@ func readFrom(path string, off int64) ([]byte, error) {
 		return nil, err
 	}
 	return io.ReadAll(f)
+}
+
+// metaTail returns what follows the part of a plain .meta file m holds,
+// and the file's size; nothing before the file holds the record m is
+// waiting for (a scrape does not read a growing tail again and again).
+func metaTail(path string, m *meta) ([]byte, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	size := fi.Size()
+	if size < m.off+max(4, m.pending) {
+		return nil, size, nil
+	}
+	b, err := io.ReadAll(io.NewSectionReader(f, m.off, size-m.off))
+	if err != nil {
+		return nil, size, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, size, nil
 }
 
 // Desc returns the descriptor of a PMID.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -193,26 +194,138 @@ func openStream(path string) (*stream, error) {
 
 func (s *stream) Close() error { return s.close() }
 
-// readAll reads a whole (small) file: .meta and .index. The allocation is
-// bounded by the data actually present.
+// A compressed .meta or .index may expand to at most maxExpansion times
+// its compressed size, and at least to minExpandedCap bytes: more is
+// refused as a decompression bomb. Real archives stay far below (PCP QA's
+// pcp-pidstat.meta, repeated instance domains: 69 times with xz -9e).
+const (
+	maxExpansion   = 256
+	minExpandedCap = 64 << 20
+)
+
+// cappedReader reads a decompressed stream, failing with a FormatError
+// once it yields more than limit bytes or the decompressor fails.
+type cappedReader struct {
+	r     io.Reader
+	path  string
+	n     int64 // bytes read
+	limit int64
+	comp  int64 // compressed size
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if int64(len(p)) > c.limit+1-c.n {
+		p = p[:c.limit+1-c.n]
+	}
+	k, err := c.r.Read(p)
+	c.n += int64(k)
+	if c.n > c.limit {
+		return k, &FormatError{File: c.path, Off: c.limit, Msg: fmt.Sprintf("decompresses to more than %d bytes (%d times its %d compressed bytes): refused as a decompression bomb (decompress it by hand to read it)", c.limit, maxExpansion, c.comp)}
+	}
+	if err != nil && err != io.EOF {
+		// a compressed stream cut short or corrupt: where its data ends
+		err = &FormatError{File: c.path, Off: c.n, Msg: "decompress: " + err.Error()}
+	}
+	return k, err
+}
+
+// openCapped opens a compressed file for reading, its expansion capped.
+func openCapped(path string) (*stream, *cappedReader, error) {
+	s, err := openStream(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := s.f.Stat()
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	c := &cappedReader{r: s.r, path: path, comp: fi.Size(), limit: max(minExpandedCap, maxExpansion*fi.Size())}
+	return s, c, nil
+}
+
+// readAll reads a whole (small) file: .index, and a plain .meta. The
+// allocation is bounded by the data actually present, and for a
+// compressed file by its size times maxExpansion.
 func readAll(path string) ([]byte, error) {
 	if compressionOf(path) == "" {
 		// a buffer sized by the file, filled without regrowing; the
 		// error names the file
 		return os.ReadFile(path)
 	}
-	s, err := openStream(path)
+	s, c, err := openCapped(path)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	b, err := io.ReadAll(s.r)
+	return io.ReadAll(c)
+}
+
+// metaWindow is how much of a compressed .meta is decompressed at a time.
+const metaWindow = 256 << 10
+
+// readCompressedMeta decompresses and parses a compressed .meta file a
+// window at a time: memory holds the metadata and one window (or the
+// longest record), never the whole decompressed file.
+func readCompressedMeta(path string) (Label, *meta, error) {
+	s, c, err := openCapped(path)
 	if err != nil {
-		if s.plain {
-			return b, fmt.Errorf("%s: %w", path, err)
-		}
-		// a compressed stream cut short or corrupt: where its data ends
-		return b, &FormatError{File: path, Off: int64(len(b)), Msg: "decompress: " + err.Error()}
+		return Label{}, nil, err
 	}
-	return b, nil
+	defer s.Close()
+	buf := make([]byte, 0, metaWindow)
+	eof := false
+	// fill reads until buf holds want bytes or the stream ends
+	fill := func(want int) error {
+		for len(buf) < want && !eof {
+			if len(buf) == cap(buf) {
+				buf = slices.Grow(buf, min(len(buf), want-len(buf)))
+			}
+			n, err := c.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			if err == io.EOF {
+				eof = true
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := fill(metaWindow); err != nil {
+		return Label{}, nil, err
+	}
+	l, err := parseLabel(path, buf)
+	if err != nil {
+		return Label{}, nil, err
+	}
+	if err := checkMetaLabel(path, l); err != nil {
+		return Label{}, nil, err
+	}
+	m := newMeta()
+	m.off = int64(labelSize(l.Version))
+	if int(m.off) > len(buf) {
+		return Label{}, nil, &FormatError{File: path, Off: int64(len(buf)), Msg: "label: file too short"}
+	}
+	buf = buf[:copy(buf, buf[m.off:])]
+	for {
+		used, err := m.parse(path, buf)
+		if err != nil {
+			return Label{}, nil, err
+		}
+		m.off += int64(used)
+		buf = buf[:copy(buf, buf[used:])]
+		if eof {
+			if len(buf) > 0 { // a compressed archive is finished
+				return Label{}, nil, &FormatError{File: path, Off: m.off, Msg: cutMsg("metadata", buf)}
+			}
+			return l, m, nil
+		}
+		want := metaWindow
+		if len(buf) >= 4 {
+			want = max(want, int(int32(be32(buf)))) // a record longer than the window
+		}
+		if err := fill(want); err != nil {
+			return Label{}, nil, err
+		}
+	}
 }

@@ -251,6 +251,16 @@ func (m *meta) reserve(b []byte) {
 	}
 }
 
+// notePending records the length of the incomplete record that rest (what
+// follows the records parsed) starts, so that the file is not read again
+// before it holds that record.
+func (m *meta) notePending(rest []byte) {
+	m.pending = 0
+	if len(rest) >= 4 {
+		m.pending = int64(int32(be32(rest)))
+	}
+}
+
 // parse adds the records of b, the part of the .meta file that starts at
 // file offset m.off. It stops cleanly before a truncated last record (the
 // writer may still be at work) and returns the bytes consumed.
