@@ -206,7 +206,7 @@ func TestBackfillKilledLeavesNoTempFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = backfill.WriteOpenMetrics(context.Background(), backfill.Options{Archives: as, TempDir: dir}, w)
+		_, err = backfill.WriteOpenMetrics(context.Background(), backfill.Options{Archives: as, TempDir: dir}, w, false)
 		r.Close()
 		t.Fatalf("the write to a pipe nobody reads returned: %v", err)
 	}
