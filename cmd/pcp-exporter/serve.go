@@ -93,8 +93,8 @@ func init() {
 			cmd.Flag("replay.start", "Replay the archives instead of following them, the first scrape serving this archive time: RFC 3339, or +DURATION after the archive's start.").Default("+0s").IsSetByUser(&f.replayStartSet).StringVar(&f.replayStart)
 			cmd.Flag("replay.speed", "Archive seconds per wall-clock second of a replay (greater than 0).").Default("1").Float64Var(&f.replaySpeed)
 			cmd.Flag("replay.loop", "Start a replay over from --replay.start after the end of the archive (else its last values stay and pcp_exporter_source_up turns 0 with reason \"ended\").").BoolVar(&f.replayLoop)
-			cmd.Flag("demo", "Serve the embedded demo recording (a 3-minute pmlogger archive of another host: load, CPU, memory, disks, network) in a loop, instead of any other source.").BoolVar(&f.demo)
-			cmd.Flag("replay.interp", "Interpolation rule for instant and discrete metrics: nearest or prior.").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
+			cmd.Flag("demo", "Serve the embedded demo recording in a loop instead of any other source: a 3-minute pmlogger archive (load, CPU, memory, disks, network) of the machine that made this project's test corpus, not this host's data.").BoolVar(&f.demo)
+			cmd.Flag("replay.interp", "Interpolation rule for instant and discrete metrics of replayed and followed archives: nearest (PCP 6.3.2 and later) or prior (PCP 6.3.1 and earlier).").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
 			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels).").PlaceHolder("FILE").StringVar(&f.mappingFile)
 			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units) or pmproxy (as pmproxy's /metrics).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
 			f.derived = addDerivedFlags(cmd)
@@ -172,7 +172,7 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 			return nil, nil, err
 		}
 		closers = append(closers, cleanup)
-		logger.Info("serving the embedded demo recording (a 3-minute pmlogger archive of another host) in a loop")
+		logger.Info("serving the embedded demo recording in a loop: a 3-minute pmlogger archive of the machine that made this project's test corpus, not this host's data")
 		replayed, loop = []string{path}, true
 		if !f.replayStartSet {
 			f.replayStart = "+2s" // past pmlogger's prologue record, so the first scrape has values

@@ -99,7 +99,7 @@ func TestServeDemo(t *testing.T) {
 	if !strings.Contains(body, `mem_util_used_bytes{`) {
 		t.Errorf("no memory metric in the demo:\n%.500s", body)
 	}
-	if !strings.Contains(out.String(), "embedded demo recording") {
+	if !strings.Contains(out.String(), "embedded demo recording in a loop") {
 		t.Errorf("the log does not say the demo is served:\n%s", out)
 	}
 }

@@ -150,7 +150,9 @@ func (f *Follow) poll(now time.Time) {
 				f.starts[base] = start
 			}
 		}
-		if f.cur == nil || !ok || !now.Add(-f.delay()).Before(start) {
+		// a new archive of the directory once its label is written and
+		// the served time reaches its start
+		if f.cur == nil || (ok && !now.Add(-f.delay()).Before(start)) {
 			if rp, err := f.open(base); err == nil {
 				f.use(rp, base, now)
 			} else if f.cur == nil {

@@ -286,6 +286,18 @@ func TestFind(t *testing.T) {
 			t.Errorf("Find(%s): %v", p, err)
 		}
 	}
+	// pmlogger_daily compresses the older archives of a directory: a
+	// replay of the directory reads them; the newest plain one is followed
+	copyArchive(t, filepath.Join(corpus, "archives", "compressed", "multivol_xz"), filepath.Join(root, "b"))
+	if got, err := Find(filepath.Join(root, "b")); err != nil || len(got) != 3 || filepath.Base(got[0]) != "multivol_xz" {
+		t.Errorf("Find(dir with a compressed archive): %v %v", got, err)
+	}
+	if as, err := OpenAll([]string{filepath.Join(root, "b")}); err != nil || len(as) != 3 {
+		t.Errorf("OpenAll: %d archives, %v", len(as), err)
+	}
+	if n, err := Newest(filepath.Join(root, "b"), nil); err != nil || filepath.Base(n) != "part_b" {
+		t.Errorf("Newest: %q %v", n, err)
+	}
 	if _, err := Find(filepath.Join(root, "empty")); err == nil || !strings.Contains(err.Error(), "no archive in this directory") {
 		t.Errorf("Find(empty): %v", err)
 	}
