@@ -3,6 +3,7 @@ package archive
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"sort"
@@ -71,8 +72,9 @@ type Follow struct {
 	prev    *Replay     // the archive before cur, for its instances
 	epoch   uint64
 	missing error // why there is nothing to follow
-	// end is cur's last record time; grown the wall time it last advanced
-	end, grown time.Time
+	// end is cur's last record time; grown the wall time it last
+	// advanced; polled the time of the last read of the tail
+	end, grown, polled time.Time
 	interval   time.Duration // logging interval (0: not known yet)
 	served     time.Time     // the archive time of the last fetch
 	lag        time.Duration
@@ -220,8 +222,16 @@ func (f *Follow) readTail(now time.Time) {
 		}
 	}
 	if n > 0 {
+		// when the volume was written, if that lies between the
+		// previous read and this one (it is this host's clock), else now
 		f.grown = now
+		if vols := a.state().vols; len(vols) > 0 {
+			if fi, err := os.Stat(vols[len(vols)-1].path); err == nil && fi.ModTime().After(f.polled) && fi.ModTime().Before(now) {
+				f.grown = fi.ModTime()
+			}
+		}
 	}
+	f.polled = now
 	if iv := medianStep(f.times, a.Label().Start); iv > 0 {
 		f.interval = iv
 	}
@@ -496,7 +506,8 @@ func (f *Follow) Close() error {
 // paths to replay: an archive being written, a directory whose newest
 // archive is (or that pmlogger_check keeps), each such host directory of a
 // pmlogger farm, and a path that names nothing yet (missing until it
-// appears) are followed; finished archives and directories of them are
+// appears) are followed; finished archives and directories of them, and
+// archives that cannot be opened (so that opening them reports why), are
 // returned for a replay, in the order given.
 func FollowWritten(paths []string, opts FollowOptions, now time.Time) (followed []*Follow, replay []string) {
 	for _, p := range paths {
@@ -508,7 +519,7 @@ func FollowWritten(paths []string, opts FollowOptions, now time.Time) (followed 
 		}
 		for _, c := range cands {
 			f := NewFollow(c, opts)
-			if f.Writing(now) {
+			if f.Writing(now) && (f.missing == nil || errors.Is(f.missing, fs.ErrNotExist)) {
 				followed = append(followed, f)
 				continue
 			}
