@@ -40,12 +40,12 @@ func TestMain(m *testing.M) {
 }
 
 // startExporter runs `pcp-exporter args...` and waits until addr answers.
-func startExporter(t *testing.T, client *http.Client, base string, args ...string) *bytes.Buffer {
+func startExporter(t *testing.T, client *http.Client, base string, args ...string) *lockedBuffer {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "PCP_EXPORTER_TEST_MAIN=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func startExporter(t *testing.T, client *http.Client, base string, args ...strin
 		resp, err := client.Get(base + "/-/healthy")
 		if err == nil {
 			resp.Body.Close()
-			return &out
+			return out
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("exporter not up: %v\n%s", err, out.String())

@@ -75,9 +75,9 @@ type Follow struct {
 	// end is cur's last record time; grown the wall time it last
 	// advanced; polled the time of the last read of the tail
 	end, grown, polled time.Time
-	interval   time.Duration // logging interval (0: not known yet)
-	served     time.Time     // the archive time of the last fetch
-	lag        time.Duration
+	interval           time.Duration // logging interval (0: not known yet)
+	served             time.Time     // the archive time of the last fetch
+	lag                time.Duration
 	// the latest recorded values of the fetched metrics at the served
 	// time: vals reads cur's records of the metrics in valsFor, records
 	// past the served time wait in pending
