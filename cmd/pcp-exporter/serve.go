@@ -187,7 +187,7 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 			if src, err = f.derived.wrap(src, logger); err != nil {
 				return fail(err)
 			}
-			logger.Info("following the archives being written", "path", fo.Path())
+			logger.Info("following the archives pmlogger writes (a path naming nothing is waited for)", "path", fo.Path())
 			srcs = append(srcs, bridge.Source{Name: fo.Path(), Src: src})
 		}
 	}
