@@ -199,3 +199,15 @@ func TestInfoDumpDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestServeMMVMissing: an MMV directory named that does not exist is
+// reported missing (not up and ready), with a warning naming it.
+func TestServeMMVMissing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "mmv")
+	addr := e2e.FreeAddr(t)
+	out := startExporter(t, http.DefaultClient, "http://"+addr, "serve", "--mmv.dir="+dir, "--web.listen-address="+addr)
+	scrapeUntil(t, "http://"+addr, `pcp_exporter_source_up{reason="missing",source="`+dir+`"} 0`)
+	logged(t, out, "reason=missing", dir)
+	os.Mkdir(dir, 0o755)
+	scrapeUntil(t, "http://"+addr, `pcp_exporter_source_up{reason="",source="`+dir+`"} 1`)
+}

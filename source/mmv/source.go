@@ -557,6 +557,15 @@ func (d *Dir) Files() []FileStatus {
 	return append([]FileStatus(nil), d.status...)
 }
 
+// Status reports a directory that does not exist (source.Monitored): a
+// wrong --mmv.dir, or an application that has not started writing yet.
+func (d *Dir) Status(time.Time) source.Status {
+	if _, err := os.Stat(d.dir); err != nil {
+		return source.Status{Reason: source.ReasonMissing, Detail: "MMV directory: " + err.Error(), Lag: -1}
+	}
+	return source.Status{Lag: -1}
+}
+
 // FileCounts returns how many files of the last reload are exported and how
 // many are skipped (source.FileSet).
 func (d *Dir) FileCounts() (exported, skipped int) {
