@@ -70,8 +70,11 @@ type Follow struct {
 	tail    *Reader     // cur's records' framing, read as they come
 	times   []time.Time // the last record times (interval estimate)
 	prev    *Replay     // the archive before cur, for its instances
-	epoch   uint64
-	missing error // why there is nothing to follow
+	// metaSize is the size of cur's .meta when its metrics were last
+	// compared with the replay's
+	metaSize int64
+	epoch    uint64
+	missing  error // why there is nothing to follow
 	// end is cur's last record time; grown the wall time it last
 	// advanced; polled the time of the last read of the tail
 	end, grown, polled time.Time
@@ -166,6 +169,38 @@ func (f *Follow) poll(now time.Time) {
 		return
 	}
 	f.readTail(now)
+	f.reopen()
+}
+
+// reopen opens cur again when its .meta grew new metrics: a replay's metric
+// list is made when it opens, and an archive opened just after pmlogger
+// started may have had only the opening record's descriptors.
+func (f *Follow) reopen() {
+	fi, err := os.Stat(f.cur.Archives()[0].Path() + ".meta")
+	if err != nil || fi.Size() == f.metaSize {
+		return
+	}
+	f.metaSize = fi.Size()
+	if len(f.cur.Archives()[0].Metrics()) <= len(f.cur.Metrics()) {
+		return
+	}
+	rp, err := f.open(f.curBase)
+	if err != nil {
+		return
+	}
+	if f.prev != nil {
+		f.prev.Close()
+	}
+	f.prev, f.cur = f.cur, rp
+	f.tail.Close()
+	f.tail = rp.Archives()[0].Records()
+	f.tail.Only(func(semantics.PMID) bool { return false })
+	f.times = f.times[:0]
+	if f.vals != nil { // read again from the start at the next fetch
+		f.vals.Close()
+		f.vals, f.npend = nil, 0
+	}
+	f.epoch++
 }
 
 // open opens the archive base for a replay.

@@ -310,3 +310,39 @@ func TestFind(t *testing.T) {
 		t.Errorf("followed %d, replay %v", len(followed), replay)
 	}
 }
+
+// TestFollowMetadataGrows: an archive opened while its .meta holds only
+// its first records (pmlogger just started) is opened again when more
+// metrics are described.
+func TestFollowMetadataGrows(t *testing.T) {
+	dir := t.TempDir()
+	base := copyArchive(t, filepath.Join(corpus, "archives", "marks", "parts", "part_a"), dir)
+	full, err := os.ReadFile(base + ".meta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the label, then the first record only (a descriptor)
+	first := labelLenV2 + int(be32(full[labelLenV2:]))
+	if err := os.WriteFile(base+".meta", full[:first], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := NewFollow(dir, FollowOptions{})
+	defer f.Close()
+	if n := len(f.Metrics()); n != 1 {
+		t.Fatalf("%d metrics from the first record, want 1", n)
+	}
+	epoch := f.Epoch()
+	if err := os.WriteFile(base+".meta", full, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var res source.Result
+	if err := f.Fetch(time.Now(), nil, &res); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.Metrics()); n != 3 || f.Epoch() == epoch {
+		t.Errorf("%d metrics (epoch %d, was %d) after the .meta grew, want 3 and a new epoch", n, f.Epoch(), epoch)
+	}
+	if got := served(t, f, time.Unix(1704067250, 0).Add(time.Hour)); got["marks.counter"] != "25425" {
+		t.Errorf("values after reopening: %v", got)
+	}
+}
