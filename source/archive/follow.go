@@ -20,8 +20,9 @@ const (
 	// FollowMargin is what the default delay of a Follow adds to the
 	// logging interval: pmlogger (PCP 6.0.3) writes each record within
 	// 0.25 s of its timestamp (measured on this project's CI machine at
-	// 1 s intervals: 0.005-0.247 s over 65 records), so a record is in the
-	// file 1 s after its time with room to spare on a loaded host.
+	// 1 s intervals, the volume's size sampled every 50-100 ms: 0.005-0.247
+	// s over 65 records, 0.004-0.228 s over 46 at a load average of 12),
+	// so a record is in the file 1 s after its time with room to spare.
 	FollowMargin = time.Second
 	// StallIntervals and StallMargin: a followed archive is stalled when
 	// no record was added for StallIntervals logging intervals plus
@@ -57,8 +58,10 @@ type FollowOptions struct {
 //
 // It implements source.Monitored: missing while the path names no
 // archive, stalled when no record was added for StallIntervals logging
-// intervals plus StallMargin, and the lag of the served time behind the
-// wall clock. A missing path is looked for again at every read.
+// intervals plus StallMargin (from the volume's last write as this host's
+// clock saw it, so a remote pmlogger's clock does not matter), and the lag
+// of the served time behind the wall clock. A missing path is looked for
+// again at every read.
 type Follow struct {
 	path string
 	opts FollowOptions
