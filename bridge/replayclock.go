@@ -3,6 +3,8 @@ package bridge
 import (
 	"sync"
 	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
 // ReplayClock maps scrape wall times to archive times for serving an archive
@@ -18,9 +20,10 @@ type ReplayClock struct {
 	// End returns the current end of the archive.
 	End func() (time.Time, error)
 
-	mu  sync.Mutex
-	w0  time.Time
-	end time.Time
+	mu    sync.Mutex
+	w0    time.Time
+	end   time.Time
+	ended bool // the last When was past the end (without Loop)
 }
 
 // When is a Source.When function.
@@ -41,6 +44,7 @@ func (c *ReplayClock) When(now time.Time) (time.Time, bool) {
 		}
 	}
 	if c.end.IsZero() || !t.After(c.end) {
+		c.ended = false
 		return t, true
 	}
 	if c.Loop {
@@ -51,5 +55,32 @@ func (c *ReplayClock) When(now time.Time) (time.Time, bool) {
 		over := t.Sub(c.Start) % span
 		return c.Start.Add(over), true
 	}
+	c.ended = true
 	return c.end, true
+}
+
+// Watch returns src reporting the replay's end as its status
+// (source.Monitored): "ended" once the clock passed the end of the archive
+// without Loop, the last values being served from then on.
+func (c *ReplayClock) Watch(src source.Source) source.Source {
+	return &replayed{Source: src, clock: c}
+}
+
+// replayed is a source replayed on a ReplayClock.
+type replayed struct {
+	source.Source
+	clock *ReplayClock
+}
+
+func (r *replayed) Unwrap() source.Source { return r.Source }
+
+func (r *replayed) Status(time.Time) source.Status {
+	c := r.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ended {
+		return source.Status{Lag: -1}
+	}
+	return source.Status{Reason: source.ReasonEnded, Lag: -1,
+		Detail: "the replay reached the end of the archive (" + c.end.UTC().Format(time.RFC3339Nano) + "); its last values stay (a looping replay starts over instead)"}
 }

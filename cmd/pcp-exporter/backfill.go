@@ -21,6 +21,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/bridge/backfill"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive"
 )
 
 // backfillGOGC is the garbage collector's target percentage for backfill
@@ -107,7 +108,7 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	as, err := openArchives(f.archives)
+	as, err := archive.OpenAll(f.archives)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/klauspost/compress/snappy"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge/backfill"
+	"github.com/pcp-exporter/pcp-exporter/source/archive"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -198,7 +199,7 @@ func countSamples(b []byte) (int, error) {
 // the killed run's files are removed.
 func TestBackfillKilledLeavesNoTempFiles(t *testing.T) {
 	if dir := os.Getenv("PCPX_KILLED_BACKFILL_DIR"); dir != "" {
-		as, err := openArchives([]string{filepath.Join(corpus, "archives", "live/live")})
+		as, err := archive.OpenAll([]string{filepath.Join(corpus, "archives", "live/live")})
 		if err != nil {
 			t.Fatal(err)
 		}

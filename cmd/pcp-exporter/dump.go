@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"os"
+	"sort"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -14,9 +15,9 @@ import (
 func dumpCommand() command {
 	return command{
 		name: "dump",
-		help: "Print every record of an archive as JSON lines, in file order: a record whose time goes back is printed too (libpcp skips it). At a corrupt or cut record, every line before it is written, then the error.",
+		help: "Print every record of an archive (or of a directory's archives, in time order) as JSON lines, in file order: a record whose time goes back is printed too (libpcp skips it). At a corrupt or cut record, every line before it is written, then the error.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
-			path := cmd.Arg("archive", "Archive: base name or any of its files.").Required().String()
+			path := cmd.Arg("archive", "Archive: base name, any of its files, or a directory of archives (dumped in the order of their start).").Required().String()
 			return func() error { return dumpArchive(os.Stdout, *path) }
 		},
 	}
@@ -25,12 +26,25 @@ func dumpCommand() command {
 // dumpArchive writes the records of the archive at path to w, one JSON object
 // per line, in the form of the CLI contract.
 func dumpArchive(w io.Writer, path string) error {
-	a, err := archive.Open(path)
+	as, err := archive.OpenAll([]string{path})
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	// a directory's archives in time order, as one timeline
+	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
 	bw := bufio.NewWriterSize(w, 256<<10)
+	for _, a := range as {
+		err := dumpRecords(bw, a)
+		a.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// dumpRecords writes the records of a to bw.
+func dumpRecords(bw *bufio.Writer, a *archive.Archive) error {
 	r := a.Records()
 	defer r.Close()
 	js := &jsonLines{name: func(_ int, p semantics.PMID) string { return a.Name(p) }, records: true, names: map[semantics.PMID][]byte{}}

@@ -24,7 +24,7 @@ func infoCommand() command {
 		name: "info",
 		help: "Print the metadata of archives or MMV files as JSON.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
-			paths := cmd.Arg("source", "Archive: base name or any of its files.").Strings()
+			paths := cmd.Arg("source", "Archives: base names, files of an archive, or directories of archives.").Strings()
 			mf := addMMVFlags(cmd, false)
 			dflags := addDerivedFlags(cmd)
 			return func() error {
@@ -40,11 +40,11 @@ func infoCommand() command {
 					defer m.Close()
 					srcs = append(srcs, m)
 				}
-				for _, p := range *paths {
-					a, err := archive.Open(p)
-					if err != nil {
-						return err
-					}
+				as, err := archive.OpenAll(*paths)
+				if err != nil {
+					return err
+				}
+				for _, a := range as {
 					defer a.Close()
 					srcs = append(srcs, a)
 				}

@@ -71,7 +71,7 @@ func runMapping(w io.Writer, f *mappingFlags) error {
 		}
 		context = mmvContext()
 	} else {
-		as, err := openArchives(f.archives)
+		as, err := archive.OpenAll(f.archives)
 		if err != nil {
 			return err
 		}

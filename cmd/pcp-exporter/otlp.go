@@ -203,10 +203,8 @@ func (f *otlpFlags) startPush(ctx context.Context, logger *slog.Logger, reg prom
 // addServeOTLP adds the OTLP push flags to serve and the push to its start.
 func addServeOTLP(cmd *kingpin.CmdClause, sf *serveFlags) {
 	f := addOTLPFlags(cmd)
+	sf.otlpCheck = f.check
 	sf.otlpStarters = append(sf.otlpStarters, func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error) {
-		if err := f.check(); err != nil {
-			return nil, err
-		}
 		if !f.enabled() {
 			return func() {}, nil
 		}

@@ -6,9 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -73,65 +71,12 @@ func batchGC() {
 // names that follow them.
 func splitArchiveArgs(args []string) (paths, metrics []string) {
 	for i, a := range args {
-		if !isArchivePath(a) {
+		if !archive.IsArchivePath(a) {
 			return paths, args[i:]
 		}
 		paths = append(paths, a)
 	}
 	return paths, nil
-}
-
-func isArchivePath(p string) bool {
-	if _, err := os.Stat(p); err == nil {
-		return true
-	}
-	m, _ := filepath.Glob(globEscape(p) + ".meta*")
-	return len(m) > 0
-}
-
-func globEscape(p string) string {
-	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `\`, `\\`)
-	return r.Replace(p)
-}
-
-// openArchives opens archive paths; a directory stands for every archive in
-// it (one per .meta file).
-func openArchives(paths []string) ([]*archive.Archive, error) {
-	var out []*archive.Archive
-	closeAll := func() {
-		for _, a := range out {
-			a.Close()
-		}
-	}
-	for _, p := range paths {
-		names := []string{p}
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			metas, _ := filepath.Glob(filepath.Join(globEscape(p), "*.meta*"))
-			names = names[:0]
-			seen := map[string]bool{}
-			for _, m := range metas {
-				b := archive.BaseName(m)
-				if !seen[b] {
-					seen[b] = true
-					names = append(names, b)
-				}
-			}
-			sort.Strings(names)
-			if len(names) == 0 {
-				closeAll()
-				return nil, fmt.Errorf("%s: no archive in this directory", p)
-			}
-		}
-		for _, n := range names {
-			a, err := archive.Open(n)
-			if err != nil {
-				closeAll()
-				return nil, err
-			}
-			out = append(out, a)
-		}
-	}
-	return out, nil
 }
 
 // parseWhen parses the value s of --flag: an RFC 3339 time or +DURATION
@@ -189,7 +134,7 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 	if f.samples < 0 {
 		return usagef("--samples=%d: want 0 (to the end) or more", f.samples)
 	}
-	as, err := openArchives(paths)
+	as, err := archive.OpenAll(paths)
 	if err != nil {
 		return err
 	}

@@ -38,9 +38,7 @@ import (
 )
 
 // demoArchive is a 3-minute pmlogger recording of this project's corpus
-// (load, CPU, memory, disks, network), served in a loop when serve is given
-// neither --mmv.dir nor --archive and the default MMV directory is missing
-// or empty.
+// (load, CPU, memory, disks, network), served in a loop with --demo.
 //
 //go:embed demo/live.0.xz demo/live.meta demo/live.index
 var demoArchive embed.FS
@@ -55,16 +53,23 @@ type serveFlags struct {
 	pidCheck    bool
 	archives    []string
 	replayStart string
-	replaySpeed float64
-	replayLoop  bool
-	interp      string
-	mappingFile string
-	naming      string
-	fullLabels  bool
-	maxRequests int
-	http        *httpFlags
-	omCreated   bool
-	derived     *derivedFlags
+	// replayStartSet: --replay.start given, so archives are replayed,
+	// not followed
+	replayStartSet bool
+	archiveDelay   time.Duration
+	demo           bool
+	replaySpeed    float64
+	replayLoop     bool
+	interp         string
+	mappingFile    string
+	naming         string
+	fullLabels     bool
+	maxRequests    int
+	http           *httpFlags
+	omCreated      bool
+	derived        *derivedFlags
+	// otlpCheck checks the OTLP push flags before anything starts.
+	otlpCheck func() error
 	// otlpStarters start pushes next to /metrics; open opens sources of
 	// their own.
 	otlpStarters []func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error)
@@ -75,7 +80,7 @@ type serveFlags struct {
 func serveCommand() command {
 	return command{
 		name:      "serve",
-		help:      "Serve PCP metrics (MMV files, or archives replayed in real time) on /metrics for Prometheus (the default command).",
+		help:      "Serve PCP metrics (MMV files, archives being written or replayed) on /metrics for Prometheus (the default command).",
 		isDefault: true,
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			f := &serveFlags{}
@@ -90,11 +95,13 @@ func serveCommand() command {
 			cmd.Flag("openmetrics.created", "In OpenMetrics scrapes, a _created sample after each counter sample whose start is known (the MMV file's creation). Prometheus stores them as series of their own unless its created-timestamp ingestion is on.").BoolVar(&f.omCreated)
 			cmd.Flag("mmv.dir", "Directory of MMV files to export (default $PCP_TMP_DIR/mmv, else /var/lib/pcp/tmp/mmv).").Default(mmv.DefaultDir()).IsSetByUser(&f.mmvDirSet).StringVar(&f.mmvDir)
 			cmd.Flag("mmv.pid-check", "Honour the PROCESS flag of MMV files as pmdammv does: export a file only while its writer's PID exists (turn off in a sidecar that cannot see the application's PID namespace).").Default("true").BoolVar(&f.pidCheck)
-			cmd.Flag("archive", "PCP archive to replay in real time instead of live MMV files (repeatable: several archives form one timeline; a directory stands for its archives).").PlaceHolder("PATH").StringsVar(&f.archives)
-			cmd.Flag("replay.start", "Archive time served by the first scrape: RFC 3339, or +DURATION after the archive's start.").Default("+0s").StringVar(&f.replayStart)
-			cmd.Flag("replay.speed", "Archive seconds per wall-clock second.").Default("1").Float64Var(&f.replaySpeed)
-			cmd.Flag("replay.loop", "Start over from --replay.start after the end of the archive (else the last values stay).").BoolVar(&f.replayLoop)
-			cmd.Flag("replay.interp", "Interpolation rule for instant and discrete metrics: nearest or prior.").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
+			cmd.Flag("archive", "PCP archive, directory of archives, or pmlogger farm (a directory of such directories) to serve instead of live MMV files (repeatable). An archive being written (its last record within 3 logging intervals plus 2 s of now), or a directory with pmlogger_check's Latest file, is followed: each scrape serves its values interpolated at the scrape's time minus --archive.delay (the latest values where it has not reached that time), and a directory moves on to the newest archive pmlogger starts in it (rotation, restart). A followed archive with no new record for 3 logging intervals plus 2 s turns pcp_exporter_source_up to 0 with reason \"stalled\"; a path naming nothing, with reason \"missing\" until it appears. Other archives (and all with --replay.start) are replayed in real time as one timeline.").PlaceHolder("PATH").StringsVar(&f.archives)
+			cmd.Flag("archive.delay", "How far behind the wall clock followed archives are served (0: one logging interval plus 1 s; pmlogger writes each record within 0.25 s).").Default("0s").DurationVar(&f.archiveDelay)
+			cmd.Flag("replay.start", "Replay the archives instead of following them, the first scrape serving this archive time: RFC 3339, or +DURATION after the archive's start.").Default("+0s").IsSetByUser(&f.replayStartSet).StringVar(&f.replayStart)
+			cmd.Flag("replay.speed", "Archive seconds per wall-clock second of a replay (greater than 0).").Default("1").Float64Var(&f.replaySpeed)
+			cmd.Flag("replay.loop", "Start a replay over from --replay.start after the end of the archive (else its last values stay and pcp_exporter_source_up turns 0 with reason \"ended\").").BoolVar(&f.replayLoop)
+			cmd.Flag("demo", "Serve the embedded demo recording in a loop instead of any other source: a 3-minute pmlogger archive (load, CPU, memory, disks, network) of the machine that made this project's test corpus, not this host's data.").BoolVar(&f.demo)
+			cmd.Flag("replay.interp", "Interpolation rule for instant and discrete metrics of replayed and followed archives: nearest (PCP 6.3.2 and later) or prior (PCP 6.3.1 and earlier).").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
 			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels).").PlaceHolder("FILE").StringVar(&f.mappingFile)
 			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units) or pmproxy (as pmproxy's /metrics).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
 			fullLabelsFlag(cmd, &f.fullLabels)
@@ -170,56 +177,77 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 			closers[i]()
 		}
 	}
-	archives := f.archives
-	loop := f.replayLoop
-	if len(archives) == 0 {
-		if ents, err := os.ReadDir(f.mmvDir); (err != nil || len(ents) == 0) && !f.mmvDirSet {
-			path, cleanup, err := extractDemo()
-			if err != nil {
-				return nil, nil, err
-			}
-			closers = append(closers, cleanup)
-			logger.Info("no MMV file in the default directory and no --archive: serving the embedded demo archive in a loop", "mmv.dir", f.mmvDir)
-			archives, loop = []string{path}, true
-			if f.replayStart == "+0s" {
-				f.replayStart = "+2s" // past pmlogger's prologue record, so the first scrape has values
-			}
-		}
+	fail := func(err error) ([]bridge.Source, func(), error) {
+		closeAll()
+		return nil, nil, err
 	}
-	if len(archives) > 0 {
-		as, err := openArchives(archives)
+	rule := semantics.InterpNearest
+	if f.interp == "prior" {
+		rule = semantics.InterpPrior
+	}
+	replayed := f.archives
+	loop := f.replayLoop
+	if f.demo {
+		path, cleanup, err := extractDemo()
 		if err != nil {
-			closeAll()
 			return nil, nil, err
 		}
-		rule := semantics.InterpNearest
-		if f.interp == "prior" {
-			rule = semantics.InterpPrior
+		closers = append(closers, cleanup)
+		logger.Info("serving the embedded demo recording in a loop: a 3-minute pmlogger archive of the machine that made this project's test corpus, not this host's data")
+		replayed, loop = []string{path}, true
+		if !f.replayStartSet {
+			f.replayStart = "+2s" // past pmlogger's prologue record, so the first scrape has values
+		}
+	} else if len(f.archives) > 0 && !f.replayStartSet {
+		var err error
+		var followed []*archive.Follow
+		followed, replayed = archive.FollowWritten(f.archives, archive.FollowOptions{Delay: f.archiveDelay, Interp: rule}, time.Now())
+		for _, fo := range followed {
+			closers = append(closers, func() { fo.Close() })
+			var src source.Source = fo
+			if src, err = f.derived.wrap(src, logger); err != nil {
+				return fail(err)
+			}
+			logger.Info("following the archives pmlogger writes (a path naming nothing is waited for)", "path", fo.Path())
+			srcs = append(srcs, bridge.Source{Name: fo.Path(), Src: src})
+		}
+	}
+	if len(replayed) > 0 {
+		as, err := archive.OpenAll(replayed)
+		if err != nil {
+			return fail(err)
 		}
 		rp, err := archive.NewReplay(as, archive.ReplayOptions{Interp: rule})
 		if err != nil {
-			closeAll()
-			return nil, nil, err
+			return fail(err)
 		}
+		closers = append(closers, func() { rp.Close() })
 		start, err := parseWhen("replay.start", f.replayStart, rp.Start())
 		if err != nil {
-			rp.Close()
-			closeAll()
-			return nil, nil, err
-		}
-		var src source.Source = rp
-		closers = append(closers, func() { rp.Close() })
-		if src, err = f.derived.wrap(src, logger); err != nil {
-			closeAll()
-			return nil, nil, err
+			return fail(err)
 		}
 		clock := &bridge.ReplayClock{Start: start, Speed: f.replaySpeed, Loop: loop, End: rp.End}
-		name := archives[0]
-		if len(archives) > 1 {
-			name = fmt.Sprintf("%s (+%d)", archives[0], len(archives)-1)
+		// derived metrics outermost, where a reload finds and replaces them
+		src, err := f.derived.wrap(clock.Watch(rp), logger)
+		if err != nil {
+			return fail(err)
+		}
+		name := replayed[0]
+		if len(replayed) > 1 {
+			name = fmt.Sprintf("%s (+%d)", replayed[0], len(replayed)-1)
+		}
+		if !f.demo {
+			logger.Info("replaying archives in real time", "path", name, "from", start.UTC().Format(time.RFC3339Nano), "speed", f.replaySpeed, "loop", loop)
 		}
 		srcs = append(srcs, bridge.Source{Name: name, Src: src, When: clock.When})
+	}
+	if len(srcs) > 0 {
 		return srcs, closeAll, nil
+	}
+	if !f.mmvDirSet {
+		if _, err := os.Stat(f.mmvDir); err != nil {
+			return nil, nil, fmt.Errorf("nothing to serve: no MMV directory %s (--mmv.dir), no archive (--archive) and no pmcd named; --demo serves an embedded sample recording", f.mmvDir)
+		}
 	}
 	d, err := mmv.OpenDir(f.mmvDir, mmv.Options{PIDCheck: f.pidCheck, Logger: logger})
 	if err != nil {
@@ -228,8 +256,7 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 	closers = append(closers, func() { d.Close() })
 	var src source.Source = d
 	if src, err = f.derived.wrap(src, logger); err != nil {
-		closeAll()
-		return nil, nil, err
+		return fail(err)
 	}
 	srcs = append(srcs, bridge.Source{Name: f.mmvDir, Src: src, Context: mmvContext()})
 	return srcs, closeAll, nil
@@ -250,6 +277,14 @@ func (f *serveFlags) check() error {
 	}
 	if f.maxRequests < 0 {
 		return usagef("--web.max-requests=%d: want 0 (no limit) or more", f.maxRequests)
+	}
+	if f.archiveDelay < 0 {
+		return usagef("--archive.delay=%v: must not be negative", f.archiveDelay)
+	}
+	if f.otlpCheck != nil {
+		if err := f.otlpCheck(); err != nil {
+			return err
+		}
 	}
 	return f.http.check()
 }

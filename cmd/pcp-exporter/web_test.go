@@ -32,10 +32,10 @@ func demoServe(t *testing.T, flags ...string) (base string, out *lockedBuffer, p
 	t.Helper()
 	addr := e2e.FreeAddr(t)
 	base = "http://" + addr
-	// no MMV directory: the demo recording (served without --mmv.dir)
+	// no MMV directory: only the demo recording
 	t.Setenv("PCP_TMP_DIR", t.TempDir())
 	out, proc = startExporterProc(t, &http.Client{Timeout: 5 * time.Second}, base,
-		append([]string{"serve", "--web.listen-address=" + addr}, flags...)...)
+		append([]string{"serve", "--demo", "--web.listen-address=" + addr}, flags...)...)
 	return base, out, proc
 }
 

@@ -28,6 +28,11 @@ type Archive struct {
 	metaErr     error
 	metaErrSize int64
 
+	// the last record End found, where the next End resumes (an archive
+	// being written grows at its end)
+	endMu  sync.Mutex
+	endPos IndexEntry
+
 	openVolume func(path string) (*stream, error) // openStream; replaced by fuzz tests
 
 	// live: pmlogger is still writing the archive (OpenLive), so a partial
@@ -720,22 +725,40 @@ func (a *Archive) withLabels(indom semantics.InDom, insts []source.Instance, t t
 // it scans forward from the last temporal index entry that is followed by a
 // record (the last entry usually points at the end of the data), or from the
 // start without an index. A truncated last record is not counted.
+//
+// A later call resumes at the last record the previous one found (when it
+// is still the last known volume's or an earlier one's), so following an
+// archive that grows reads each record's framing once.
 func (a *Archive) End() (time.Time, error) {
+	a.endMu.Lock()
+	defer a.endMu.Unlock()
 	st := a.state()
-	for i := len(st.index) - 1; i >= -1; i-- {
+	entries := st.index
+	if a.endPos.DataOff > 0 && !a.endPos.Time.Before(lastTime(st.index)) {
+		entries = []IndexEntry{a.endPos}
+	}
+	for i := len(entries) - 1; i >= -1; i-- {
 		r := a.Records()
 		if i >= 0 {
-			if !a.seek(r, st, st.index[i]) {
+			if !a.seek(r, st, entries[i]) {
+				if len(entries) == 1 && len(st.index) > 0 && entries[0] == a.endPos {
+					entries = st.index // the resume point is gone: the index then
+					i = len(entries)
+				}
 				continue
 			}
 		}
+		r.Only(func(semantics.PMID) bool { return false })
 		var end time.Time
+		var at IndexEntry
 		found := false
 		for r.Next() {
 			found = true
-			if t := r.Record().Time; t.After(end) {
-				end = t
+			rec := r.Record()
+			if rec.Time.After(end) {
+				end = rec.Time
 			}
+			at = IndexEntry{Time: rec.Time, Vol: int32(rec.Vol), DataOff: rec.Off}
 		}
 		err := r.Err()
 		r.Close()
@@ -743,10 +766,22 @@ func (a *Archive) End() (time.Time, error) {
 			return end, err
 		}
 		if found {
+			a.endPos = at
+			if at.Time.Before(end) {
+				a.endPos.Time = end
+			}
 			return end, nil
 		}
 	}
 	return a.label.Start, nil
+}
+
+// lastTime is the time of the last index entry (zero without one).
+func lastTime(index []IndexEntry) time.Time {
+	if len(index) == 0 {
+		return time.Time{}
+	}
+	return index[len(index)-1].Time
 }
 
 // recordAt reports whether a plain volume holds a whole record at off (its

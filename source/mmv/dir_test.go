@@ -215,3 +215,25 @@ func TestDirFileWrittenLate(t *testing.T) {
 		})
 	}
 }
+
+// TestDirStatusMissing: a directory that does not exist is reported
+// missing, naming it, until it is created (and read again: Status answers
+// from the last read, without I/O).
+func TestDirStatusMissing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "mmv")
+	d, err := OpenDir(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if st := source.StatusOf(d, time.Now()); st.Reason != source.ReasonMissing || !strings.Contains(st.Detail, dir) {
+		t.Errorf("missing directory: %+v", st)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.Metrics()
+	if st := source.StatusOf(d, time.Now()); st.Reason != source.ReasonUp {
+		t.Errorf("created directory: %+v", st)
+	}
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/python3
+"""libpcp's answers for the follow-mode end-to-end test (PCP 6 python3-pcp).
+
+usage: libpcp_at.py ARCHIVE_OR_DIR METRIC... < TIMES
+
+For each time on stdin (epoch seconds, one per line) prints
+  at TIME METRIC VALUE      libpcp's interpolation (PM_MODE_INTERP) at TIME
+  at TIME METRIC none       when it gives no value
+then every record of the archive(s) (pmFetchArchive, forward):
+  raw TIME METRIC VALUE
+Singular metrics only. Nothing is computed here: the values are pmFetch's.
+"""
+import sys
+from pcp import pmapi
+import cpmapi as c
+
+path, names = sys.argv[1], sys.argv[2:]
+ctx = pmapi.pmContext(c.PM_CONTEXT_ARCHIVE, path)
+pmids = ctx.pmLookupName(names)
+descs = ctx.pmLookupDescs(pmids)
+
+
+
+def values(res, stamp):
+    out = []
+    for i, name in enumerate(names):
+        if res.contents.get_numval(i) <= 0:
+            out.append((name, "none"))
+            continue
+        v = ctx.pmExtractValue(res.contents.get_valfmt(i), res.contents.get_vlist(i, 0), descs[i].type, descs[i].type)
+        out.append((name, repr(v.dref(descs[i].type))))
+    return out
+
+
+for line in sys.stdin:
+    t = float(line)
+    sec = int(t)
+    usec = int(round((t - sec) * 1e6))
+    if usec == 1000000:
+        sec, usec = sec + 1, 0
+    ctx.pmSetMode(c.PM_MODE_INTERP, pmapi.timeval(sec, usec), 0)
+    try:
+        res = ctx.pmFetch(pmids)
+    except pmapi.pmErr:
+        for n in names:
+            print("at", line.strip(), n, "none")
+        continue
+    for n, v in values(res, t):
+        print("at", line.strip(), n, v)
+    ctx.pmFreeResult(res)
+
+start = ctx.pmGetArchiveLabel().start
+ctx.pmSetMode(c.PM_MODE_FORW, start, 0)
+while True:
+    try:
+        res = ctx.pmFetchArchive()
+    except pmapi.pmErr:
+        break
+    ts = res.contents.timestamp
+    stamp = "%d.%06d" % (ts.tv_sec, ts.tv_usec)
+    if res.contents.numpmid > 0:
+        # a record holds the metrics it logged, in its own order
+        for i in range(res.contents.numpmid):
+            pmid = res.contents.get_pmid(i)
+            if pmid not in pmids or res.contents.get_numval(i) <= 0:
+                continue
+            k = list(pmids).index(pmid)
+            v = ctx.pmExtractValue(res.contents.get_valfmt(i), res.contents.get_vlist(i, 0), descs[k].type, descs[k].type)
+            print("raw", stamp, names[k], repr(v.dref(descs[k].type)))
+    ctx.pmFreeResult(res)
