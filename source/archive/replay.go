@@ -65,8 +65,10 @@ type Replay struct {
 	pms map[semantics.PMID]*pmState
 	// caliper's answers since the last reset, per instance domain
 	calipers map[semantics.InDom]map[int32][2]float64
-	want     []*icp
-	ending   []*icp // searchForward's scratch
+	// hashWalkOrder's answers since the last reset, per instance domain
+	orders map[semantics.InDom][]int32
+	want   []*icp
+	ending []*icp // searchForward's scratch
 	// the metrics of the last Fetch and their states (see pmsOf)
 	lastPMIDs []semantics.PMID
 	lastPMs   []*pmState
@@ -334,6 +336,7 @@ func (r *Replay) reset() {
 	}
 	r.feed = &feed{archives: r.archives, keep: r.follows}
 	r.calipers = map[semantics.InDom]map[int32][2]float64{} // the metadata may have grown
+	r.orders = map[semantics.InDom][]int32{}
 	r.spare = append(r.spare, r.win...)
 	r.win = r.win[:0]
 	r.winValues = 0
@@ -379,12 +382,17 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 	}
 	pm.order = pm.icps
 	if d.InDom != semantics.InDomNull {
-		list := insts
-		if len(r.archives) == 1 {
-			list = r.archives[0].inDomArchiveOrder(d.InDom)
+		ids, ok := r.orders[d.InDom]
+		if !ok || len(ids) != len(insts) { // (the metadata grew since)
+			list := insts
+			if len(r.archives) == 1 {
+				list = r.archives[0].inDomArchiveOrder(d.InDom)
+			}
+			ids = hashWalkOrder(list)
+			r.orders[d.InDom] = ids
 		}
-		pm.order = make([]*icp, 0, len(list))
-		for _, inst := range hashWalkOrder(list) {
+		pm.order = make([]*icp, 0, len(ids))
+		for _, inst := range ids {
 			pm.order = append(pm.order, pm.byInst[inst])
 		}
 	}
@@ -398,16 +406,20 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 // from its head. (With as many buckets as ids, the table never grows.)
 func hashWalkOrder(list []int32) []int32 {
 	n := uint32(len(list))
-	chains := make([][]int32, n) // each in insertion order: walked backwards
+	// a counting sort by bucket, each bucket filled from its end: the
+	// chains' head-first order
+	end := make([]int32, n+1)
 	for _, id := range list {
-		k := uint32(id) % n
-		chains[k] = append(chains[k], id)
+		end[uint32(id)%n+1]++
 	}
-	out := make([]int32, 0, n)
-	for _, c := range chains {
-		for j := len(c) - 1; j >= 0; j-- {
-			out = append(out, c[j])
-		}
+	for k := uint32(1); k <= n; k++ {
+		end[k] += end[k-1]
+	}
+	out := make([]int32, n)
+	for _, id := range list {
+		k := uint32(id)%n + 1
+		end[k]--
+		out[end[k]] = id
 	}
 	return out
 }
