@@ -8,18 +8,19 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // BigConfig is the W1 "anchbig" workload of the peer benchmarks: metrics
 // metrics over one indom of instances instances, types cycling through u64
 // counter, double gauge, u32 and i64 (no strings, as w1-mmvwriter.c).
-func BigConfig(metrics, instances int) WriterConfig {
-	cfg := WriterConfig{Cluster: 321}
-	in := InDomDef{Serial: 1}
+func BigConfig(metrics, instances int) mmvwrite.Config {
+	cfg := mmvwrite.Config{Cluster: 321}
+	in := mmvwrite.InDomDef{Serial: 1}
 	for i := 0; i < instances; i++ {
-		in.Instances = append(in.Instances, InstanceDef{ID: int32(i), Name: fmt.Sprintf("i%03d", i)})
+		in.Instances = append(in.Instances, mmvwrite.InstanceDef{ID: int32(i), Name: fmt.Sprintf("i%03d", i)})
 	}
-	cfg.InDoms = []InDomDef{in}
+	cfg.InDoms = []mmvwrite.InDomDef{in}
 	types := []MetricType{TypeU64, TypeDouble, TypeU32, TypeI64}
 	for i := 0; i < metrics; i++ {
 		t := types[i%len(types)]
@@ -27,7 +28,7 @@ func BigConfig(metrics, instances int) WriterConfig {
 		if t == TypeU64 {
 			sem = semCounter
 		}
-		cfg.Metrics = append(cfg.Metrics, MetricDef{Name: fmt.Sprintf("m%04d", i), Item: uint32(i), Type: t, Sem: sem, InDom: 1})
+		cfg.Metrics = append(cfg.Metrics, mmvwrite.MetricDef{Name: fmt.Sprintf("m%04d", i), Item: uint32(i), Type: t, Sem: sem, InDom: 1})
 	}
 	return cfg
 }
@@ -35,7 +36,7 @@ func BigConfig(metrics, instances int) WriterConfig {
 func benchFetch(b *testing.B, metrics, instances int, dir bool) {
 	path := filepath.Join(b.TempDir(), "anchbig")
 	cfg := BigConfig(metrics, instances)
-	w, err := NewWriter(path, cfg)
+	w, err := mmvwrite.New(path, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func BenchmarkFetch(b *testing.B) {
 // BenchmarkOpen measures loading (mapping and decoding) the 100k-value file.
 func BenchmarkOpen(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "anchbig")
-	w, err := NewWriter(path, BigConfig(1000, 100))
+	w, err := mmvwrite.New(path, BigConfig(1000, 100))
 	if err != nil {
 		b.Fatal(err)
 	}

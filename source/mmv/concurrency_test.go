@@ -14,27 +14,28 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // churnConfig has metrics of several types over one indom, so a fetch
 // reads many values that a rewrite changes together.
-func churnConfig() WriterConfig {
-	cfg := WriterConfig{Cluster: 7}
-	var insts []InstanceDef
+func churnConfig() mmvwrite.Config {
+	cfg := mmvwrite.Config{Cluster: 7}
+	var insts []mmvwrite.InstanceDef
 	for i := 0; i < 10; i++ {
-		insts = append(insts, InstanceDef{ID: int32(i * 3), Name: "inst" + strconv.Itoa(i)})
+		insts = append(insts, mmvwrite.InstanceDef{ID: int32(i * 3), Name: "inst" + strconv.Itoa(i)})
 	}
-	cfg.InDoms = []InDomDef{{Serial: 1, Instances: insts}}
+	cfg.InDoms = []mmvwrite.InDomDef{{Serial: 1, Instances: insts}}
 	types := []MetricType{TypeI64, TypeU64, TypeDouble, TypeString, TypeU32}
 	for i := 0; i < 20; i++ {
-		cfg.Metrics = append(cfg.Metrics, MetricDef{Name: fmt.Sprintf("m%02d", i), Item: uint32(i + 1), Type: types[i%len(types)], Sem: semInstant, InDom: 1})
+		cfg.Metrics = append(cfg.Metrics, mmvwrite.MetricDef{Name: fmt.Sprintf("m%02d", i), Item: uint32(i + 1), Type: types[i%len(types)], Sem: semInstant, InDom: 1})
 	}
-	cfg.Metrics = append(cfg.Metrics, MetricDef{Name: "single", Item: 100, Type: TypeU64, Sem: semCounter})
+	cfg.Metrics = append(cfg.Metrics, mmvwrite.MetricDef{Name: "single", Item: 100, Type: TypeU64, Sem: semCounter})
 	return cfg
 }
 
 // setAll stores n in every value of w.
-func setAll(w *Writer, cfg WriterConfig, n uint64) {
+func setAll(w *mmvwrite.Writer, cfg mmvwrite.Config, n uint64) {
 	for _, m := range cfg.Metrics {
 		insts := []string{""}
 		if m.InDom != 0 {
@@ -122,7 +123,7 @@ func checkConsistent(t *testing.T, res *source.Result, zeroOK bool) (uint64, boo
 func TestRewriteInPlace(t *testing.T) {
 	cfg := churnConfig()
 	path := filepath.Join(t.TempDir(), "churn")
-	w, err := NewWriter(path, cfg)
+	w, err := mmvwrite.New(path, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestRecreate(t *testing.T) {
 	cfg := churnConfig()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "churn")
-	w, err := NewWriter(path, cfg)
+	w, err := mmvwrite.New(path, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestRecreate(t *testing.T) {
 		defer func() { w.Close() }()
 		for n := uint64(2); !stop.Load(); n++ {
 			w.Close()
-			nw, err := NewWriter(path, cfg)
+			nw, err := mmvwrite.New(path, cfg)
 			if err != nil {
 				werr = err
 				return

@@ -14,15 +14,16 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
-func oneMetric(cluster uint32, flags Flags, name string) WriterConfig {
-	return WriterConfig{Cluster: cluster, Flags: flags, Metrics: []MetricDef{{Name: name, Item: 1, Type: TypeU64, Sem: semCounter}}}
+func oneMetric(cluster uint32, flags Flags, name string) mmvwrite.Config {
+	return mmvwrite.Config{Cluster: cluster, Flags: flags, Metrics: []mmvwrite.MetricDef{{Name: name, Item: 1, Type: TypeU64, Sem: semCounter}}}
 }
 
-func write(t *testing.T, path string, cfg WriterConfig, v uint64) *Writer {
+func write(t *testing.T, path string, cfg mmvwrite.Config, v uint64) *mmvwrite.Writer {
 	t.Helper()
-	w, err := NewWriter(path, cfg)
+	w, err := mmvwrite.New(path, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestDirLifecycle(t *testing.T) {
 	step("alpha removed", "mmv.beta.b 70.1.1=2; mmv.gamma_np.g 70.5.1=3")
 
 	// A file is replaced (new generation, new metrics).
-	write(t, filepath.Join(dir, "beta"), WriterConfig{Metrics: []MetricDef{{Name: "b2", Item: 7, Type: TypeU64, Sem: semCounter}}}, 20)
+	write(t, filepath.Join(dir, "beta"), mmvwrite.Config{Metrics: []mmvwrite.MetricDef{{Name: "b2", Item: 7, Type: TypeU64, Sem: semCounter}}}, 20)
 	step("beta replaced", "mmv.beta.b2 70.1.7=20; mmv.gamma_np.g 70.5.1=3")
 
 	// A file rewritten in place gets a new generation.

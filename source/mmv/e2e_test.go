@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // fillValues sets a deterministic value in every slot of a writer.
-func fillValues(t testing.TB, w *Writer, cfg WriterConfig, seed int) {
+func fillValues(t testing.TB, w *mmvwrite.Writer, cfg mmvwrite.Config, seed int) {
 	t.Helper()
 	for i, m := range cfg.Metrics {
 		insts := []string{""}
@@ -100,13 +101,13 @@ func TestPmdammvReadsWriter(t *testing.T) {
 		cfg.Cluster = tc.cluster
 		if tc.corpus == "corpusv2" {
 			// NOPREFIX names must not clash with anything else in pmcd.
-			cfg.Metrics = append([]MetricDef(nil), cfg.Metrics...)
+			cfg.Metrics = append([]mmvwrite.MetricDef(nil), cfg.Metrics...)
 			for i := range cfg.Metrics {
 				cfg.Metrics[i].Name = strings.Replace(cfg.Metrics[i].Name, "corpus_noprefix", tc.file, 1)
 			}
 		}
 		path := filepath.Join(dir, tc.file)
-		w, err := NewWriter(tc.file, cfg)
+		w, err := mmvwrite.New(tc.file, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

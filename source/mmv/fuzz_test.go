@@ -11,6 +11,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // FuzzFile feeds arbitrary bytes to the reader as an MMV file: opening,
@@ -38,7 +39,7 @@ func FuzzFile(f *testing.F) {
 		f.Add(b)
 	}
 	small := filepath.Join(f.TempDir(), "small")
-	w, err := NewWriter(small, BigConfig(3, 2))
+	w, err := mmvwrite.New(small, BigConfig(3, 2))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // TestTruncatedUnderTheReader: a file cut short while mapped (by a writer
@@ -17,7 +18,7 @@ import (
 // of a mapping raise SIGBUS.
 func TestTruncatedUnderTheReader(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "big")
-	w, err := NewWriter(path, BigConfig(100, 50))
+	w, err := mmvwrite.New(path, BigConfig(100, 50))
 	if err != nil {
 		t.Fatal(err)
 	}

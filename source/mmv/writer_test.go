@@ -7,23 +7,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv/internal/mmvcorpus"
-	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
-
-// The reader's tests write their files with package mmvwrite, under the
-// names the writer had when it lived in this package.
-type (
-	WriterConfig = mmvwrite.Config
-	MetricDef    = mmvwrite.MetricDef
-	InDomDef     = mmvwrite.InDomDef
-	InstanceDef  = mmvwrite.InstanceDef
-	LabelDef     = mmvwrite.LabelDef
-	Writer       = mmvwrite.Writer
-	Handle       = mmvwrite.Handle
-)
-
-// NewWriter is mmvwrite.New.
-var NewWriter = mmvwrite.New
 
 // corpusConfigs are the definitions of the corpus files.
 var corpusConfigs = mmvcorpus.Configs
