@@ -111,17 +111,20 @@ func pcpPairs(ls semantics.LabelSet, out []LabelPair) []LabelPair {
 }
 
 // labelsFor returns the PCP labels a naming exports: all of them by default;
-// with the pmproxy naming not the optional ones (agent, userid, groupid), as
-// pmproxy's /metrics leaves them out.
+// with the pmproxy naming not the optional ones (userid, groupid) nor the
+// domain's (agent), as pmproxy's /metrics leaves them out.
 func labelsFor(n Naming, ls semantics.LabelSet) semantics.LabelSet {
 	if n != NamingPmproxy {
 		return ls
 	}
+	drop := func(l semantics.Label) bool {
+		return l.Flags&semantics.LabelOptional != 0 || l.Flags&0x3f == semantics.LabelDomain
+	}
 	for _, l := range ls {
-		if l.Flags&semantics.LabelOptional != 0 {
+		if drop(l) {
 			out := make(semantics.LabelSet, 0, len(ls))
 			for _, l := range ls {
-				if l.Flags&semantics.LabelOptional == 0 {
+				if !drop(l) {
 					out = append(out, l)
 				}
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/pmcd"
 )
 
 // mmvFlags are the MMV source flags of info and fetch.
@@ -64,9 +65,10 @@ func openMMV(path string, pidCheck bool, logger *slog.Logger) (source.Source, er
 func init() {
 	addCommand(command{
 		name: "fetch",
-		help: "Print the current values of an MMV file or directory.",
+		help: "Print the current values of an MMV file or directory, or of a pmcd.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
-			mf := addMMVFlags(cmd, true)
+			mf := addMMVFlags(cmd, false)
+			pf := addPMCDFlags(cmd, false)
 			format := cmd.Flag("format", "Output format: csv, json or openmetrics (the exposition serve gives, mapped by --naming and --mapping.config).").Default("csv").Enum("csv", "json", "openmetrics")
 			mappingFile := cmd.Flag("mapping.config", "Mapping configuration file for --format openmetrics (as for serve).").PlaceHolder("FILE").String()
 			naming := cmd.Flag("naming", "Naming for --format openmetrics: default or pmproxy (as for serve).").Default("default").Enum("default", "pmproxy")
@@ -81,7 +83,21 @@ func init() {
 					}
 				}
 				logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-				src, err := openMMV(mf.path, mf.pidCheck, logger)
+				var src source.Source
+				var err error
+				name := mf.path
+				switch {
+				case (mf.path == "") == (len(pf.specs) == 0):
+					return usagef("fetch: name one source: --mmv or --pmcd")
+				case mf.path != "":
+					src, err = openMMV(mf.path, mf.pidCheck, logger)
+				default:
+					var p *pmcd.Source
+					p, err = pf.openOne(nil)
+					if err == nil {
+						src, name = p, "pmcd "+p.Endpoint().String()
+					}
+				}
 				if err != nil {
 					return err
 				}
@@ -90,7 +106,7 @@ func init() {
 					return err
 				}
 				if mapper != nil {
-					return fetchOpenMetrics(os.Stdout, src, mf.path, *names, mapper, logger)
+					return fetchOpenMetrics(os.Stdout, src, name, *names, mapper, logger)
 				}
 				return fetchValues(os.Stdout, src, *names, *format)
 			}
@@ -143,6 +159,9 @@ func fetchValues(w io.Writer, src source.Source, args []string, format string) e
 	}
 	var res source.Result
 	if err := src.Fetch(time.Now(), pmids, &res); err != nil {
+		return err
+	}
+	if err := pmcdFetchError(src); err != nil {
 		return err
 	}
 	bw := bufio.NewWriter(w)

@@ -60,6 +60,7 @@ type serveFlags struct {
 	naming      string
 	maxRequests int
 	derived     *derivedFlags
+	pmcd        *pmcdFlags
 	// otlpStarters start pushes next to /metrics; open opens sources of
 	// their own.
 	otlpStarters []func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error)
@@ -93,6 +94,7 @@ func init() {
 			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels).").PlaceHolder("FILE").StringVar(&f.mappingFile)
 			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units) or pmproxy (as pmproxy's /metrics).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
 			f.derived = addDerivedFlags(cmd)
+			f.pmcd = addPMCDFlags(cmd, true)
 			for _, h := range serveHooks {
 				h(cmd, f)
 			}
@@ -151,9 +153,15 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 			closers[i]()
 		}
 	}
+	pmSrcs, closePMCD, auto, err := openPMCDSources(f, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, closePMCD)
+	srcs = append(srcs, pmSrcs...)
 	archives := f.archives
 	loop := f.replayLoop
-	if len(archives) == 0 {
+	if len(archives) == 0 && !auto && len(pmSrcs) == 0 {
 		if ents, err := os.ReadDir(f.mmvDir); (err != nil || len(ents) == 0) && !f.mmvDirSet {
 			path, cleanup, err := extractDemo()
 			if err != nil {
@@ -202,8 +210,12 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 		srcs = append(srcs, bridge.Source{Name: name, Src: src, When: clock.When})
 		return srcs, closeAll, nil
 	}
+	if len(pmSrcs) > 0 && !auto && !f.mmvDirSet {
+		return srcs, closeAll, nil // pmcd only: its mmv subtree has the MMV files
+	}
 	d, err := mmv.OpenDir(f.mmvDir, mmv.Options{PIDCheck: f.pidCheck, Logger: logger})
 	if err != nil {
+		closeAll()
 		return nil, nil, err
 	}
 	closers = append(closers, func() { d.Close() })
@@ -233,6 +245,7 @@ func runServe(f *serveFlags) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("pcp_exporter"), col.Self(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerPMCD(reg, srcs)
 	full := prometheus.Gatherers{pcpOnly{col}, reg} // samples first: the self-metrics describe that read
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

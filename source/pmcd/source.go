@@ -646,3 +646,14 @@ var (
 	_ source.Generations = (*Source)(nil)
 	_ source.Epoched     = (*Source)(nil)
 )
+
+// Ping reports whether pmcd answers the handshake now (without reading its
+// metadata).
+func (s *Source) Ping() error {
+	c, err := dial(s.ep, s.opts.Timeout, s.opts.MaxPDU)
+	if err != nil {
+		return err
+	}
+	c.close()
+	return nil
+}
