@@ -48,13 +48,13 @@ func (r *resultDecoder) decode(p pdu, pmids []semantics.PMID, types []semantics.
 		return &FormatError{Peer: r.peer, PDU: pduName(p.typ), Offset: at, Msg: fmt.Sprintf(format, args...)}
 	}
 	var ts time.Time
-	var np, pos int
+	var np, pos, npAt int
 	switch p.typ {
 	case pduHighresResult:
 		if len(b) < 32 {
 			return sets, ts, fail(len(b), "truncated header: %d bytes", len(b))
 		}
-		np = int(int32(binary.BigEndian.Uint32(b[12:])))
+		np, npAt = int(int32(binary.BigEndian.Uint32(b[12:]))), 12
 		ts = time.Unix(int64(binary.BigEndian.Uint64(b[16:])), int64(binary.BigEndian.Uint64(b[24:])))
 		pos = 32
 	case pduResult:
@@ -62,13 +62,13 @@ func (r *resultDecoder) decode(p pdu, pmids []semantics.PMID, types []semantics.
 			return sets, ts, fail(len(b), "truncated header: %d bytes", len(b))
 		}
 		ts = time.Unix(int64(int32(binary.BigEndian.Uint32(b[12:]))), int64(int32(binary.BigEndian.Uint32(b[16:])))*1000)
-		np = int(int32(binary.BigEndian.Uint32(b[20:])))
+		np, npAt = int(int32(binary.BigEndian.Uint32(b[20:]))), 20
 		pos = 24
 	default:
 		return sets, ts, fail(4, "not a fetch result")
 	}
 	if np != len(pmids) {
-		return sets, ts, fail(pos-4, "numpmid %d for %d metrics asked for", np, len(pmids))
+		return sets, ts, fail(npAt, "numpmid %d for %d metrics asked for", np, len(pmids))
 	}
 	for i := 0; i < np; i++ {
 		if len(b)-pos < 8 {
