@@ -22,7 +22,7 @@ type fakePMCD struct {
 	// prefix names the fake's metrics: PREFIX.a and PREFIX.b ("fake").
 	prefix string
 	mu     sync.Mutex
-	conns []net.Conn
+	conns  []net.Conn
 }
 
 const fakeA, fakeB = 60<<22 | 1, 60<<22 | 2
