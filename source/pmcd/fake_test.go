@@ -97,13 +97,19 @@ func (f *fakePMCD) handle(c net.Conn) {
 	} else {
 		c.Write(mkpdu(pduError, be(0, 2<<24|1<<16|featHighres|featDescs|featLabels)))
 	}
+	// buffers reused, so that a steady fetch allocates nothing here
+	h := make([]byte, 12)
+	var body []byte
+	var pmids []uint32
 	for {
-		h := make([]byte, 12)
 		if _, err := io.ReadFull(c, h); err != nil {
 			return
 		}
 		n := binary.BigEndian.Uint32(h)
-		body := make([]byte, n-12)
+		if cap(body) < int(n-12) {
+			body = make([]byte, n-12)
+		}
+		body = body[:n-12]
 		if _, err := io.ReadFull(c, body); err != nil {
 			return
 		}
@@ -139,7 +145,7 @@ func (f *fakePMCD) handle(c net.Conn) {
 			reply = mkpdu(pduInstance, be(binary.BigEndian.Uint32(body), 0))
 		case pduHighresFetch:
 			numpmid := binary.BigEndian.Uint32(body[12:])
-			var pmids []uint32
+			pmids = pmids[:0]
 			for i := uint32(0); i < numpmid; i++ {
 				pmids = append(pmids, binary.BigEndian.Uint32(body[16+4*i:]))
 			}
