@@ -54,7 +54,11 @@ func TestCapture(t *testing.T) {
 			}
 		},
 		"labels": func() { c.w.begin(pduLabelReq); c.w.u32(uint32(semantics.NewInDom(60, 0))); c.w.u32(labelInstances) },
-		"text":   func() { c.w.begin(pduTextReq); c.w.u32(uint32(semantics.NewPMID(60, 2, 0))); c.w.u32(textOneLine | textPMID) },
+		"text": func() {
+			c.w.begin(pduTextReq)
+			c.w.u32(uint32(semantics.NewPMID(60, 2, 0)))
+			c.w.u32(textOneLine | textPMID)
+		},
 	}
 	for _, name := range captured {
 		c.w.b = c.w.b[:0]
