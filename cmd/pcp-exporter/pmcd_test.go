@@ -460,3 +460,64 @@ func TestServeDefaultPMCDAndMMV(t *testing.T) {
 		t.Errorf("pmcd's mmv subtree is served too")
 	}
 }
+
+// TestServePMCDRestart restarts the real pmcd (/etc/init.d/pmcd restart)
+// under a running serve --pmcd: the source goes down, with its reason, and
+// comes back by itself (one log line per change: TestScrapeWithHungPMCD). It restarts a shared daemon, so
+// it runs only in CI or with PCPX_LONG_TESTS set, as root.
+func TestServePMCDRestart(t *testing.T) {
+	if os.Getenv("PCPX_LONG_TESTS") == "" && os.Getenv("CI") != "true" {
+		t.Skip("restarts the system pmcd: set PCPX_LONG_TESTS=1 (CI does)")
+	}
+	localPMCD(t, "local:")
+	if os.Geteuid() != 0 {
+		t.Skip("restarting pmcd needs root")
+	}
+	t.Cleanup(func() {
+		// pmcd is shared: make sure it answers again whatever happened
+		for i := 0; i < 30; i++ {
+			if p, err := pmcd.New("local:", pmcd.Options{Timeout: time.Second}); err == nil && p.Ping() == nil {
+				return
+			}
+			if i == 10 {
+				exec.Command("/etc/init.d/pmcd", "start").Run()
+			}
+			time.Sleep(time.Second)
+		}
+		t.Error("pmcd does not answer after the test")
+	})
+	client := &http.Client{Timeout: 30 * time.Second}
+	addr := e2e.FreeAddr(t)
+	startExporter(t, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--pmcd=local:")
+	scrape := func() string {
+		resp, err := client.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	const up = `pcp_exporter_source_up{reason="",source="pmcd unix:`
+	const down = `pcp_exporter_source_up{reason="down",source="pmcd unix:`
+	if !strings.Contains(scrape(), up) {
+		t.Fatal("source not up before the restart")
+	}
+	restart := exec.Command("/etc/init.d/pmcd", "restart")
+	if out, err := restart.CombinedOutput(); err != nil {
+		t.Fatalf("pmcd restart: %v\n%s", err, out)
+	}
+	sawDown, back := false, false
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && !back {
+		text := scrape()
+		if strings.Contains(text, down) {
+			sawDown = true
+		}
+		back = sawDown && strings.Contains(text, up) && strings.Contains(text, "\nkernel_all_load{")
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !sawDown || !back {
+		t.Fatalf("after the restart: down seen %v, back %v", sawDown, back)
+	}
+}
