@@ -12,11 +12,10 @@ import (
 // metadata is everything read from pmcd about the selected metrics: read
 // once per connection and again when pmcd flags a change.
 type metadata struct {
-	metrics  []source.Metric // selected, resolved metrics in name order
-	descs    map[semantics.PMID]*semantics.Desc
-	indoms   map[semantics.InDom]*indom
-	context  semantics.LabelSet
-	hostname string
+	metrics []source.Metric // selected, resolved metrics in name order
+	descs   map[semantics.PMID]*semantics.Desc
+	indoms  map[semantics.InDom]*indom
+	context semantics.LabelSet
 	// unresolved counts selected names pmcd gave no PMID or descriptor for.
 	unresolved int
 }

@@ -26,8 +26,8 @@ type Options struct {
 	// Backoff is the wait before each reconnection attempt after a
 	// failure, the last repeated (default 1, 2, 4, 8, 16, 30 s).
 	Backoff []time.Duration
-	// Logger receives one line per change of connection state and per
-	// metadata refresh (default: discarded).
+	// Logger receives a line per metadata refresh, and (debug) per change
+	// of connection state (default: discarded).
 	Logger *slog.Logger
 }
 
@@ -142,7 +142,7 @@ func (s *Source) connect(now time.Time) error {
 			s.req = s.req[:0]
 			s.readBoot()
 			if wasDown {
-				s.log.Info("pmcd connected again", "pmcd", s.ep.String(), "metrics", len(md.metrics))
+				s.log.Debug("pmcd connected again", "pmcd", s.ep.String(), "metrics", len(md.metrics))
 			}
 			return nil
 		}
@@ -159,7 +159,8 @@ func (s *Source) setDown(now time.Time, err error) {
 		s.c = nil
 	}
 	if s.down == nil || s.down.Error() != err.Error() {
-		s.log.Warn("pmcd unreachable", "pmcd", s.ep.String(), "err", err)
+		// the bridge logs the change of state once (Status); this is detail
+		s.log.Debug("pmcd unreachable", "pmcd", s.ep.String(), "err", err)
 	}
 	s.down = err
 	s.retryAt = now.Add(s.opts.Backoff[min(s.fails, len(s.opts.Backoff)-1)])
@@ -217,9 +218,6 @@ func (s *Source) load(c *conn) (*metadata, error) {
 		return nil, err
 	}
 	md.context = labels[request{kind: pduLabelReq, sub: labelContext, ident: 0xffffffff}]
-	if l, ok := md.context.Get("hostname"); ok {
-		md.hostname = l.Value
-	}
 	merged := map[semantics.PMID]semantics.LabelSet{}
 	for i, n := range names {
 		d := md.descs[ids[i]]
@@ -342,16 +340,6 @@ func (s *Source) MetricErrors() (last map[semantics.PMError]int, total uint64) {
 		last[semantics.PMError(code)]++
 	}
 	return last, s.errTotal
-}
-
-// Hostname returns pmcd's hostname context label as JSON text ("" unknown).
-func (s *Source) Hostname() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.md == nil {
-		return ""
-	}
-	return s.md.hostname
 }
 
 // Fetch fetches pmids from pmcd (t is ignored: pmcd answers the present).
