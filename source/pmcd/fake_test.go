@@ -21,8 +21,11 @@ type fakePMCD struct {
 	fetch func(c net.Conn, pmids []uint32) bool
 	// prefix names the fake's metrics: PREFIX.a and PREFIX.b ("fake").
 	prefix string
-	mu     sync.Mutex
-	conns  []net.Conn
+	// insts, when set, are the instances (ids 0, 1, ...) of the instance
+	// domain 60.1 of both metrics.
+	insts []string
+	mu    sync.Mutex
+	conns []net.Conn
 }
 
 const fakeA, fakeB = 60<<22 | 1, 60<<22 | 2
@@ -114,6 +117,9 @@ func (f *fakePMCD) handle(c net.Conn) {
 			return
 		}
 		var reply []byte
+		f.mu.Lock()
+		insts := f.insts
+		f.mu.Unlock()
 		switch binary.BigEndian.Uint32(h[4:]) {
 		case pduCreds, pduProfile:
 		case pduPMNSNames:
@@ -134,7 +140,11 @@ func (f *fakePMCD) handle(c net.Conn) {
 			b := be(numids)
 			for i := uint32(0); i < numids; i++ {
 				id := binary.BigEndian.Uint32(body[8+4*i:])
-				b = append(b, be(id, 3, 0xffffffff, 1, 0)...) // u64 counter
+				indom := uint32(0xffffffff)
+				if insts != nil {
+					indom = 60<<22 | 1
+				}
+				b = append(b, be(id, 3, indom, 1, 0)...) // u64 counter
 			}
 			reply = mkpdu(pduDescs, b)
 		case pduTextReq:
@@ -142,7 +152,14 @@ func (f *fakePMCD) handle(c net.Conn) {
 		case pduLabelReq:
 			reply = mkpdu(pduLabel, be(binary.BigEndian.Uint32(body), binary.BigEndian.Uint32(body[4:]), 0, 0))
 		case pduInstanceReq:
-			reply = mkpdu(pduInstance, be(binary.BigEndian.Uint32(body), 0))
+			f.mu.Lock()
+			names := f.insts
+			f.mu.Unlock()
+			b := be(binary.BigEndian.Uint32(body), uint32(len(names)))
+			for i, n := range names {
+				b = append(append(b, be(uint32(i))...), padded(n)...)
+			}
+			reply = mkpdu(pduInstance, b)
 		case pduHighresFetch:
 			numpmid := binary.BigEndian.Uint32(body[12:])
 			pmids = pmids[:0]
@@ -185,5 +202,12 @@ func goodResult(pmids []uint32) []byte {
 func (f *fakePMCD) setFetch(fetch func(c net.Conn, pmids []uint32) bool) {
 	f.mu.Lock()
 	f.fetch = fetch
+	f.mu.Unlock()
+}
+
+// setInsts sets the fake's instances from now on.
+func (f *fakePMCD) setInsts(names ...string) {
+	f.mu.Lock()
+	f.insts = names
 	f.mu.Unlock()
 }

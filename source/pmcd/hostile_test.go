@@ -266,3 +266,26 @@ func writeSelf(t *testing.T, col *bridge.Collector, w io.Writer) {
 		expfmt.MetricFamilyToText(w, mf)
 	}
 }
+
+// TestNewInstancesReadAgain: a value of an instance not known yet makes
+// the instance domain read again (pmcd flags no instance change).
+func TestNewInstancesReadAgain(t *testing.T) {
+	f := newFake(t, func(f *fakePMCD) { f.insts = []string{"zero"} })
+	s := openFake(t, f)
+	in := semantics.NewInDom(60, 1)
+	if got := s.Instances(in); len(got) != 1 || got[0].Name != "zero" {
+		t.Fatalf("instances %+v", got)
+	}
+	f.setInsts("zero", "one")
+	// a result with instances 0 and 1 of fake.a
+	sets := be(1, 0, 1, 0, 7, fakeA, 2, valInsitu, 0, 5, 1, 6)
+	reply := mkpdu(pduHighresResult, sets)
+	f.setFetch(func(c net.Conn, _ []uint32) bool { c.Write(reply); return true })
+	var res source.Result
+	if err := s.Fetch(time.Now(), fakePMIDs[:1], &res); err != nil || len(res.Sets[0].Values) != 2 {
+		t.Fatalf("fetch: %v %+v", err, res.Sets)
+	}
+	if got := s.Instances(in); len(got) != 2 || got[1].Name != "one" {
+		t.Fatalf("instances after a new one appeared: %+v", got)
+	}
+}

@@ -31,6 +31,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// instanceRefresh is how often the instance domains of the fetched metrics
+// are read again even when no unknown instance shows up.
+const instanceRefresh = time.Minute
+
 var defaultBackoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second}
 
 // ErrNotConnected is the error of every value set fetched while pmcd cannot
@@ -67,6 +71,10 @@ type Source struct {
 	nextInst  []int32
 	nextStart []int32
 	refresh   []semantics.InDom
+	// instAt is when every instance domain was last read: they are read
+	// again every instanceRefresh, for renamed and vanished instances
+	// (pmcd flags no instance change).
+	instAt time.Time
 	// failing is the error code of each metric pmcd answered with an
 	// error at the last fetch; errTotal counts such answers.
 	failing  map[semantics.PMID]int32
@@ -136,6 +144,7 @@ func (s *Source) connect(now time.Time) error {
 		if md, err = s.load(c); err == nil {
 			wasDown := s.md != nil
 			s.c, s.md, s.stale = c, md, false
+			s.instAt = now
 			s.epoch++
 			s.fails = 0
 			s.down = nil
@@ -278,6 +287,7 @@ func (s *Source) Metrics() []source.Metric {
 			s.setDown(now, err)
 		} else {
 			s.md, s.stale = md, false
+			s.instAt = now
 			s.epoch++
 			s.log.Info("pmcd metadata read again after a change", "pmcd", s.ep.String(), "metrics", len(md.metrics))
 		}
@@ -528,6 +538,14 @@ func (s *Source) afterFetch(res *source.Result) {
 		}
 	}
 	s.nextStart = append(s.nextStart, int32(len(s.nextInst)))
+	if now := time.Now(); now.Sub(s.instAt) > instanceRefresh {
+		s.instAt = now
+		for _, in := range s.indoms {
+			if in != semantics.InDomNull {
+				s.addRefresh(in)
+			}
+		}
+	}
 	s.prevInst, s.nextInst = s.nextInst, s.prevInst
 	s.prevStart, s.nextStart = s.nextStart, s.prevStart
 	if len(s.refresh) > 0 {
