@@ -382,6 +382,7 @@ func decodeLabels(p pdu, peer string) ([]labelSet, error) {
 	n := d.count(16, "nsets")
 	sets := make([]labelSet, 0, n)
 	var idx []semantics.LabelIndex
+	jsonEnd := 0
 	for i := 0; i < n && d.err == nil; i++ {
 		at := d.pos
 		inst := d.i32()
@@ -399,14 +400,27 @@ func decodeLabels(p pdu, peer string) ([]labelSet, error) {
 			d.fail(at+4, "nlabels %d does not fit in the PDU", nl)
 			break
 		}
-		if off < 0 || jl < 0 || off > len(d.b) || jl > len(d.b)-off {
-			d.fail(at+8, "JSON at %d of %d bytes outside the %d-byte PDU", off, jl, len(d.b))
+		// pmcd concatenates the sets' JSON texts and lays each set's
+		// labels out in order: anything else is refused, which also
+		// bounds the checking to one pass over the PDU
+		if jl > 0 && off < jsonEnd || jl < 0 || off < 0 || off > len(d.b) || jl > len(d.b)-off {
+			d.fail(at+8, "JSON at %d of %d bytes outside the %d-byte PDU or before the previous set's", off, jl, len(d.b))
 			break
 		}
+		jsonEnd = max(jsonEnd, off+jl)
 		idx = idx[:0]
-		for k := 0; k < int(nl); k++ {
+		spanEnd := 0
+		for k := 0; k < int(nl) && d.err == nil; k++ {
 			a, b := d.u32(), d.u32()
-			idx = append(idx, semantics.LabelIndex{Name: uint16(a >> 16), NameLen: uint8(a >> 8), Flags: uint8(a), Value: uint16(b >> 16), ValueLen: uint16(b)})
+			l := semantics.LabelIndex{Name: uint16(a >> 16), NameLen: uint8(a >> 8), Flags: uint8(a), Value: uint16(b >> 16), ValueLen: uint16(b)}
+			if int(l.Name) < spanEnd || int(l.Value) < int(l.Name)+int(l.NameLen) {
+				d.fail(d.pos-8, "label %d of set %d overlaps the one before", k, i)
+			}
+			spanEnd = int(l.Value) + int(l.ValueLen)
+			idx = append(idx, l)
+		}
+		if d.err != nil {
+			break
 		}
 		ls, err := semantics.LabelSetFromJSONB(d.b[off:off+jl], idx)
 		if err != nil {

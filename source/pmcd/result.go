@@ -67,6 +67,7 @@ func (r *resultDecoder) decode(p pdu, pmids []semantics.PMID, types []semantics.
 	default:
 		return sets, ts, fail(4, "not a fetch result")
 	}
+	blockEnd := 0
 	if np != len(pmids) {
 		return sets, ts, fail(npAt, "numpmid %d for %d metrics asked for", np, len(pmids))
 	}
@@ -121,11 +122,18 @@ func (r *resultDecoder) decode(p pdu, pmids []semantics.PMID, types []semantics.
 				if bo < 32 || bo > len(b)-4 || bo < 0 {
 					return sets, ts, fail(pos+8*j+4, "value block offset %d of %s outside the PDU", bo, pmid)
 				}
+				// pmcd appends the blocks in value order, each after the
+				// last: blocks overlapping would let a small PDU cost a
+				// decoding time quadratic in its size
+				if bo < blockEnd {
+					return sets, ts, fail(pos+8*j+4, "value block offset %d of %s overlaps the block before, ending at %d", bo, pmid, blockEnd)
+				}
 				hdr := binary.BigEndian.Uint32(b[bo:])
 				vlen := int(hdr & 0xffffff)
 				if vlen < 4 || vlen > len(b)-bo {
 					return sets, ts, fail(bo, "value block length %d of %s outside the PDU", vlen, pmid)
 				}
+				blockEnd = bo + vlen
 				v, ok := semantics.BlockValue(semantics.Type(hdr>>24), b[bo+4:bo+vlen])
 				if !ok {
 					return sets, ts, fail(bo, "value block of %d bytes too short for type %s of %s", vlen-4, semantics.Type(hdr>>24), pmid)
