@@ -521,3 +521,16 @@ func TestServePMCDRestart(t *testing.T) {
 		t.Fatalf("after the restart: down seen %v, back %v", sawDown, back)
 	}
 }
+
+func TestPMCDArgs(t *testing.T) {
+	for in, want := range map[string]string{
+		"serve --pmcd":                        "serve --pmcd=local:",
+		"serve --pmcd --naming=pmproxy":       "serve --pmcd=local: --naming=pmproxy",
+		"serve --pmcd host --pmcd=h2":         "serve --pmcd host --pmcd=h2",
+		"fetch --pmcd local: kernel.all.load": "fetch --pmcd local: kernel.all.load",
+	} {
+		if got := strings.Join(pmcdArgs(strings.Fields(in)), " "); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
