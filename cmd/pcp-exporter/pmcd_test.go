@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -532,5 +535,61 @@ func TestPMCDArgs(t *testing.T) {
 		if got := strings.Join(pmcdArgs(strings.Fields(in)), " "); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestOTLPPushFromPMCD pushes the local pmcd's kernel counters to a real
+// OpenTelemetry Collector: monotonic cumulative sums whose start time is
+// the host's boot (kernel.all.uptime), pmcd's hostname context label as
+// the resource's host.name.
+func TestOTLPPushFromPMCD(t *testing.T) {
+	grpcAddr, _, out := otelcol(t)
+	sel, _ := pmcd.ParseSelection([]string{"kernel.all.cpu", "kernel.all.uptime"})
+	s, err := pmcd.Open("local:", pmcd.Options{Selection: sel})
+	if err != nil {
+		if e2e.Mandatory() {
+			t.Fatal(err)
+		}
+		t.Skipf("no local pmcd: %v", err)
+	}
+	defer s.Close()
+	mapper, err := newMapper("", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &otlpFlags{endpoint: grpcAddr, protocol: "grpc", interval: time.Hour, timeout: 5 * time.Second, insecure: true}
+	stop, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil, []bridge.Source{{Name: "pmcd", Src: s}}, mapper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	up := pminfoValues(pminfo(t, "-f", "kernel.all.uptime"))["kernel.all.uptime"][""]
+	uptime, err := strconv.ParseFloat(up, 64)
+	if err != nil {
+		t.Fatalf("pminfo kernel.all.uptime: %q", up)
+	}
+	boot := time.Now().Add(-time.Duration(uptime * float64(time.Second)))
+	var user *otlpPoint
+	deadline := time.Now().Add(20 * time.Second)
+	for user == nil && time.Now().Before(deadline) {
+		for _, p := range readOTLPFile(t, out) {
+			if p.metric == "kernel.all.cpu.user" {
+				user = &p
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if user == nil {
+		t.Fatal("kernel.all.cpu.user not pushed")
+	}
+	if user.kind != "sum" || !user.monotonic || user.temporal != 2 || user.unit != "s" {
+		t.Errorf("kernel.all.cpu.user: %+v, want a monotonic cumulative sum in s", *user)
+	}
+	if d := time.Duration(user.start - boot.UnixNano()); d < -5*time.Second || d > 5*time.Second {
+		t.Errorf("start time %v, the host booted at %v", time.Unix(0, user.start), boot)
+	}
+	host, _ := s.Metrics()[0].Labels.Get("hostname")
+	if host.Value == "" || `"`+user.resource["host.name"]+`"` != host.Value {
+		t.Errorf("resource %v: host.name is not pmcd's hostname label %s", user.resource, host.Value)
 	}
 }
