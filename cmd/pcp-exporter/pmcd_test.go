@@ -593,3 +593,25 @@ func TestOTLPPushFromPMCD(t *testing.T) {
 		t.Errorf("resource %v: host.name is not pmcd's hostname label %s", user.resource, host.Value)
 	}
 }
+
+// TestDerivedOverPMCD: derived metrics are evaluated over a pmcd source as
+// over any other (fetch --pmcd --derived.config).
+func TestDerivedOverPMCD(t *testing.T) {
+	localPMCD(t, "local:")
+	conf := filepath.Join(t.TempDir(), "derived.conf")
+	os.WriteFile(conf, []byte("test.ncpu2 = hinv.ncpu * 2\n"), 0o644)
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "fetch", "--pmcd=local:", "--derived.config="+conf, "test.ncpu2")
+	cmd.Env = append(os.Environ(), "PCP_EXPORTER_TEST_MAIN=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	n, _ := strconv.Atoi(pminfoValues(pminfo(t, "-f", "hinv.ncpu"))["hinv.ncpu"][""])
+	if want := fmt.Sprintf(",test.ncpu2,,%d\n", 2*n); n == 0 || !strings.HasSuffix(string(out), want) {
+		t.Errorf("fetch said %q, want a row ending %q (pminfo hinv.ncpu %d)", out, want, n)
+	}
+}
