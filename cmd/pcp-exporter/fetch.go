@@ -88,7 +88,7 @@ func init() {
 				name := mf.path
 				switch {
 				case (mf.path == "") == (len(pf.specs) == 0):
-					return usagef("fetch: name one source: --mmv or --pmcd")
+					return usagef("name one source: --mmv or --pmcd")
 				case mf.path != "":
 					src, err = openMMV(mf.path, mf.pidCheck, logger)
 				default:
