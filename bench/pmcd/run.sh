@@ -10,11 +10,15 @@
 # over the unix socket as root it also gets every process's values.
 # The PMDAs' own time (pmdalinux, pmdaproc run as separate processes) is in
 # every latency and in neither CPU column.
-# usage: bench/pmcd/run.sh   (env: RUNS; needs pcp with pmcd and pmproxy running)
+# Each scrape starts PAUSE seconds after the one before (default 0.3), so
+# that pmcd (single-threaded) and its PMDAs are not still busy with the
+# previous client's requests.
+# usage: bench/pmcd/run.sh   (env: RUNS, PAUSE; needs pcp with pmcd and pmproxy running)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 RUNS=${RUNS:-21}
+PAUSE=${PAUSE:-0.3}
 work=$(mktemp -d)
 cleanup() {
 	[[ -n ${e1:-} ]] && kill "$e1" 2>/dev/null
@@ -48,6 +52,7 @@ for i in 0 1 2; do
 done
 for _ in $(seq 1 "$RUNS"); do
 	for i in 0 1 2; do
+		sleep "$PAUSE"
 		a=$(ticks "$pmcd") s=$(ticks "${servers[$i]}")
 		w=$(curl -s -o "$work/${labels[$i]}.txt" -w '%{time_total} %{size_download}' "${urls[$i]}")
 		b=$(ticks "$pmcd") t=$(ticks "${servers[$i]}")
@@ -67,4 +72,4 @@ done
 # shellcheck disable=SC2154
 echo "latency ratio pmproxy/ours: $(awk -v a="$wall_0" -v b="$wall_1" 'BEGIN{printf "%.0fx", a/b}') (TCP, same series), $(awk -v a="$wall_0" -v b="$wall_2" 'BEGIN{printf "%.0fx", a/b}') (unix socket, every process too)"
 echo "pmcd CPU per scrape, ours/pmproxy: $(awk -v a="${pmcdT[1]}" -v b="${pmcdT[0]}" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "-" }') (TCP), $(awk -v a="${pmcdT[2]}" -v b="${pmcdT[0]}" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "-" }') (unix socket)"
-echo "goals: median <= 20 ms, >= 50x faster than pmproxy, pmcd CPU <= 1/10 of pmproxy's (RUNS=$RUNS, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "goals: median <= 20 ms, >= 50x faster than pmproxy, pmcd CPU <= 1/10 of pmproxy's (RUNS=$RUNS, PAUSE=$PAUSE, load average $(cut -d' ' -f1-3 /proc/loadavg))"
