@@ -73,7 +73,7 @@ var serveHooks []func(cmd *kingpin.CmdClause, f *serveFlags)
 func init() {
 	addCommand(command{
 		name:      "serve",
-		help:      "Serve PCP metrics (MMV files, or archives replayed in real time) on /metrics for Prometheus (the default command).",
+		help:      "Serve PCP metrics (pmcd, MMV files, or archives replayed in real time) on /metrics for Prometheus (the default command).",
 		isDefault: true,
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			f := &serveFlags{}
