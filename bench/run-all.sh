@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/run-all.sh: every side-by-side comparison of the project in one run
-# (decode vs libpcp and pmdumplog, replay vs pmrep/pmval, scrape vs pmproxy,
+# (decode vs libpcp and pmdumplog, replay vs pmrep/pmval, scrape vs pmproxy (MMV and pmcd),
 # backfill vs pmrep+promtool, memory), then the Go benchmarks, written with
 # the machine and the commands to docs/performance.md (or $1).
 # Needs root, Debian pcp (pmcd, pmproxy running), libpcp3-dev,
@@ -31,6 +31,7 @@ section() { # TITLE SCRIPT
 section "Decoding an archive: W2 (186 MB) vs libpcp's own loop and pmdumplog" bench/decode/run.sh
 section "Replay at a 1 s step vs pmrep and pmval, and of a 1 GB archive" bench/replay/run.sh
 section "Scraping 100,000 MMV values vs pmproxy" bench/scrape/run.sh
+section "Scraping every non-MMV metric of pmcd vs pmproxy" bench/pmcd/run.sh
 section "Backfill into TSDB blocks vs pmrep + OpenMetrics + promtool" bench/backfill/run.sh
 echo "running go test -bench ..." >&2
 {

@@ -111,10 +111,10 @@ func pcpPairs(ls semantics.LabelSet, out []LabelPair) []LabelPair {
 }
 
 // labelsFor returns the PCP labels a naming exports: all of them by default;
-// with the pmproxy naming not the optional ones (agent, userid, groupid), as
-// pmproxy's /metrics leaves them out. pmcd marks those optional, but an
-// archive's label records may not keep the flag (pmlogger's demo recording
-// has agent without it), so they are known by level and name too.
+// with the pmproxy naming not the optional ones (userid, groupid) nor the
+// domain's (agent), as pmproxy's /metrics leaves them out. pmcd marks the
+// optional ones, but an archive's label records may not keep the flag, so
+// they are known by level and name too.
 func labelsFor(n Naming, ls semantics.LabelSet) semantics.LabelSet {
 	if n != NamingPmproxy {
 		return ls
@@ -142,7 +142,7 @@ func pmproxyOmits(l semantics.Label) bool {
 	}
 	switch l.Flags & 0x3f {
 	case semantics.LabelDomain:
-		return l.Name == "agent"
+		return true
 	case semantics.LabelContext:
 		return l.Name == "userid" || l.Name == "groupid"
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
+	"github.com/pcp-exporter/pcp-exporter/source/pmcd"
 )
 
 // mmvFlags are the MMV source flags of info and fetch.
@@ -65,9 +66,10 @@ func openMMV(path string, pidCheck bool, logger *slog.Logger) (source.Source, er
 func fetchCommand() command {
 	return command{
 		name: "fetch",
-		help: "Print the current values of an MMV file or directory.",
+		help: "Print the current values of an MMV file or directory, or of a pmcd.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
-			mf := addMMVFlags(cmd, true)
+			mf := addMMVFlags(cmd, false)
+			pf := addPMCDFlags(cmd, false)
 			format := cmd.Flag("format", "Output format: csv, json or openmetrics (the exposition serve gives, mapped by --naming and --mapping.config).").Default("csv").Enum("csv", "json", "openmetrics")
 			mappingFile := cmd.Flag("mapping.config", "Mapping configuration file for --format openmetrics (as for serve).").PlaceHolder("FILE").String()
 			naming := cmd.Flag("naming", "Naming for --format openmetrics: default or pmproxy (as for serve).").Default("default").Enum("default", "pmproxy")
@@ -85,7 +87,21 @@ func fetchCommand() command {
 					}
 				}
 				logger := clipLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-				src, err := openMMV(mf.path, mf.pidCheck, logger)
+				var src source.Source
+				var err error
+				name := mf.path
+				switch {
+				case (mf.path == "") == (len(pf.specs) == 0):
+					return usagef("name one source: --mmv or --pmcd")
+				case mf.path != "":
+					src, err = openMMV(mf.path, mf.pidCheck, logger)
+				default:
+					var p *pmcd.Source
+					p, err = pf.openOne(nil)
+					if err == nil {
+						src, name = p, "pmcd "+p.Endpoint().String()
+					}
+				}
 				if err != nil {
 					return err
 				}
@@ -94,7 +110,11 @@ func fetchCommand() command {
 					return err
 				}
 				if mapper != nil {
-					return fetchOpenMetrics(os.Stdout, src, mf.path, *names, mapper, *created, logger, mmvContext())
+					var context []mapping.LabelPair
+					if mf.path != "" {
+						context = mmvContext() // pmcd names its host itself
+					}
+					return fetchOpenMetrics(os.Stdout, src, name, *names, mapper, *created, logger, context)
 				}
 				return fetchValues(os.Stdout, src, *names, *format)
 			}
@@ -150,6 +170,9 @@ func fetchValues(w io.Writer, src source.Source, args []string, format string) e
 	}
 	var res source.Result
 	if err := src.Fetch(time.Now(), pmids, &res); err != nil {
+		return err
+	}
+	if err := pmcdFetchError(src); err != nil {
 		return err
 	}
 	bw := bufio.NewWriter(w)

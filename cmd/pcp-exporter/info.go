@@ -22,16 +22,25 @@ type metadataSource interface {
 func infoCommand() command {
 	return command{
 		name: "info",
-		help: "Print the metadata of archives or MMV files as JSON.",
+		help: "Print the metadata of archives, MMV files or a pmcd as JSON.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			paths := cmd.Arg("source", "Archives: base names, files of an archive, or directories of archives.").Strings()
 			mf := addMMVFlags(cmd, false)
 			dflags := addDerivedFlags(cmd)
+			pf := addPMCDFlags(cmd, false)
 			return func() error {
-				if len(*paths) == 0 && mf.path == "" {
+				if len(*paths) == 0 && mf.path == "" && len(pf.specs) == 0 {
 					return usagef("info: name at least one source")
 				}
 				var srcs []metadataSource
+				if len(pf.specs) > 0 {
+					p, err := pf.openOne(nil)
+					if err != nil {
+						return err
+					}
+					defer p.Close()
+					srcs = append(srcs, p)
+				}
 				if mf.path != "" {
 					m, err := openMMV(mf.path, mf.pidCheck, nil)
 					if err != nil {

@@ -73,7 +73,7 @@ func run(args []string) int {
 		}
 		runners[cc.FullCommand()] = c.setup(cc)
 	}
-	selected, err := app.Parse(args)
+	selected, err := app.Parse(pmcdArgs(args))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "pcp-exporter: %v\n", nameFlag(app, args, err))
 		return 2

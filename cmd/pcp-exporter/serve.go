@@ -70,6 +70,7 @@ type serveFlags struct {
 	derived        *derivedFlags
 	// otlpCheck checks the OTLP push flags before anything starts.
 	otlpCheck func() error
+	pmcd      *pmcdFlags
 	// otlpStarters start pushes next to /metrics; open opens sources of
 	// their own.
 	otlpStarters []func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error)
@@ -80,7 +81,7 @@ type serveFlags struct {
 func serveCommand() command {
 	return command{
 		name:      "serve",
-		help:      "Serve PCP metrics (MMV files, archives being written or replayed) on /metrics for Prometheus (the default command).",
+		help:      "Serve PCP metrics (pmcd, MMV files, archives being written or replayed) on /metrics for Prometheus (the default command).",
 		isDefault: true,
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			f := &serveFlags{}
@@ -106,6 +107,7 @@ func serveCommand() command {
 			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units) or pmproxy (as pmproxy's /metrics).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
 			fullLabelsFlag(cmd, &f.fullLabels)
 			f.derived = addDerivedFlags(cmd)
+			f.pmcd = addPMCDFlags(cmd, true)
 			addServeOTLP(cmd, f)
 			return func() error { return runServe(f) }
 		},
@@ -181,6 +183,12 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 		closeAll()
 		return nil, nil, err
 	}
+	pmSrcs, closePMCD, auto, err := openPMCDSources(f, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, closePMCD)
+	srcs = append(srcs, pmSrcs...)
 	rule := semantics.InterpNearest
 	if f.interp == "prior" {
 		rule = semantics.InterpPrior
@@ -241,16 +249,21 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 		}
 		srcs = append(srcs, bridge.Source{Name: name, Src: src, When: clock.When})
 	}
-	if len(srcs) > 0 {
-		return srcs, closeAll, nil
+	if len(srcs) > len(pmSrcs) {
+		return srcs, closeAll, nil // archives (and any pmcd named)
 	}
-	if !f.mmvDirSet {
-		if _, err := os.Stat(f.mmvDir); err != nil {
-			return nil, nil, fmt.Errorf("nothing to serve: no MMV directory %s (--mmv.dir), no archive (--archive) and no pmcd named; --demo serves an embedded sample recording", f.mmvDir)
+	if len(pmSrcs) > 0 && !auto && !f.mmvDirSet {
+		return srcs, closeAll, nil // pmcd only: its mmv subtree has the MMV files
+	}
+	if _, err := os.Stat(f.mmvDir); err != nil && !f.mmvDirSet {
+		if auto {
+			return srcs, closeAll, nil // the local pmcd, and no MMV directory
 		}
+		return nil, nil, fmt.Errorf("nothing to serve: no MMV directory %s (--mmv.dir), no archive (--archive) and no pmcd named or answering (--pmcd); --demo serves an embedded sample recording", f.mmvDir)
 	}
 	d, err := mmv.OpenDir(f.mmvDir, mmv.Options{PIDCheck: f.pidCheck, Logger: logger})
 	if err != nil {
+		closeAll()
 		return nil, nil, err
 	}
 	closers = append(closers, func() { d.Close() })
@@ -317,6 +330,7 @@ func runServe(f *serveFlags) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("pcp_exporter"), col.Self(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerPMCD(reg, srcs)
 	full := prometheus.Gatherers{pcpOnly{col}, reg} // samples first: the self-metrics describe that read
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

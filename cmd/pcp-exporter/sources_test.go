@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -15,10 +16,13 @@ import (
 )
 
 // runMain runs `pcp-exporter args...` as a subprocess with env added and
-// returns its exit status and output.
+// returns its exit status and output; one still running after a minute is
+// killed (a command that should have exited).
 func runMain(t *testing.T, env []string, args ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), "PCP_EXPORTER_TEST_MAIN=1"), env...)
 	out, err := cmd.CombinedOutput()
 	code := 0
@@ -101,7 +105,7 @@ func copyCorpusArchive(t *testing.T, base, dir string) {
 // serve exits 1 with one line naming what it looked for.
 func TestServeNoSource(t *testing.T) {
 	tmp := filepath.Join(t.TempDir(), "none")
-	code, out := runMain(t, []string{"PCP_TMP_DIR=" + tmp}, "serve", "--web.listen-address=127.0.0.1:0")
+	code, out := runMain(t, []string{"PCP_TMP_DIR=" + tmp, "PMCD_SOCKET=" + filepath.Join(tmp, "no.socket"), "PMCD_PORT=1"}, "serve", "--web.listen-address=127.0.0.1:0")
 	if code != 1 || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Fatalf("exit %d, want 1 with one line:\n%s", code, out)
 	}

@@ -206,9 +206,10 @@ func (f *Follow) reopen() {
 	f.epoch++
 }
 
-// open opens the archive base for a replay.
+// open opens the archive base for a replay, as one pmlogger may still be
+// writing (OpenLive: a cut last record is not yet written, not an error).
 func (f *Follow) open(base string) (*Replay, error) {
-	a, err := Open(base)
+	a, err := OpenLive(base)
 	if err != nil {
 		return nil, err
 	}

@@ -799,7 +799,7 @@ func decodeInsitu(dst []source.InstValue, vl []byte, typ semantics.Type) {
 	default:
 		for j := range dst {
 			w := vl[8*j : 8*j+8]
-			dst[j] = source.InstValue{Inst: int32(be32(w)), Value: insitu(typ, be32(w[4:]))}
+			dst[j] = source.InstValue{Inst: int32(be32(w)), Value: semantics.InsituValue(typ, be32(w[4:]))}
 		}
 	}
 }
@@ -833,7 +833,7 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.T
 		case (t == semantics.TypeU64 || t == semantics.Type64 || t == semantics.TypeDouble) && len(payload) >= 8:
 			d.Value.SetNumeric(t, binary.BigEndian.Uint64(payload))
 		default:
-			val, ok := block(t, payload)
+			val, ok := semantics.BlockValue(t, payload)
 			if !ok {
 				return r.ferr(off+bo, "value block of %d bytes too short for type %s of %s", vlen-4, t, pmid)
 			}
@@ -845,66 +845,6 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.T
 		}
 	}
 	return nil
-}
-
-func insitu(t semantics.Type, w uint32) semantics.Value {
-	switch t {
-	case semantics.TypeU32:
-		return semantics.Uint32Value(w)
-	case semantics.TypeFloat: // ancient archives
-		return semantics.FloatValue(math.Float32frombits(w))
-	case semantics.Type64:
-		return semantics.Int64Value(int64(int32(w)))
-	case semantics.TypeU64:
-		return semantics.Uint64Value(uint64(w))
-	case semantics.TypeDouble:
-		return semantics.DoubleValue(float64(int32(w)))
-	}
-	return semantics.Int32Value(int32(w))
-}
-
-func block(t semantics.Type, b []byte) (semantics.Value, bool) {
-	switch t {
-	case semantics.Type32:
-		if len(b) < 4 {
-			return semantics.Value{}, false
-		}
-		return semantics.Int32Value(int32(be32(b))), true
-	case semantics.TypeU32:
-		if len(b) < 4 {
-			return semantics.Value{}, false
-		}
-		return semantics.Uint32Value(be32(b)), true
-	case semantics.Type64:
-		if len(b) < 8 {
-			return semantics.Value{}, false
-		}
-		return semantics.Int64Value(int64(binary.BigEndian.Uint64(b))), true
-	case semantics.TypeU64:
-		if len(b) < 8 {
-			return semantics.Value{}, false
-		}
-		return semantics.Uint64Value(binary.BigEndian.Uint64(b)), true
-	case semantics.TypeFloat:
-		if len(b) < 4 {
-			return semantics.Value{}, false
-		}
-		return semantics.FloatValue(math.Float32frombits(be32(b))), true
-	case semantics.TypeDouble:
-		if len(b) < 8 {
-			return semantics.Value{}, false
-		}
-		return semantics.DoubleValue(math.Float64frombits(binary.BigEndian.Uint64(b))), true
-	case semantics.TypeString:
-		for i, c := range b {
-			if c == 0 {
-				b = b[:i]
-				break
-			}
-		}
-		return semantics.BytesValue(t, b), true
-	}
-	return semantics.BytesValue(t, b), true
 }
 
 func (r *Reader) errOf(code int32) error {

@@ -129,14 +129,25 @@ func TestSidecarArgsRun(t *testing.T) {
 			}
 		}
 	}
+	serveRendered(t, bin, c, func(a string) string {
+		a = strings.ReplaceAll(a, "/etc/pcp-exporter/", confDir+"/")
+		if strings.HasPrefix(a, "--mmv.dir=") {
+			a = "--mmv.dir=" + mmvDir
+		}
+		return a
+	}, c.LivenessProbe.HTTPGet.Path, c.ReadinessProbe.HTTPGet.Path, "/metrics")
+}
+
+// serveRendered runs `pcp-exporter` with a container's rendered args (each
+// passed through rewrite, the listen address replaced by a free one) and
+// waits until every path answers 200; it returns the body of the last.
+func serveRendered(t *testing.T, bin string, c corev1.Container, rewrite func(string) string, paths ...string) string {
+	t.Helper()
 	addr := freeAddr(t)
 	var args []string
 	for _, a := range c.Args {
-		a = strings.ReplaceAll(a, "/etc/pcp-exporter/", confDir+"/")
-		switch {
-		case strings.HasPrefix(a, "--mmv.dir="):
-			a = "--mmv.dir=" + mmvDir
-		case strings.HasPrefix(a, "--web.listen-address="):
+		a = rewrite(a)
+		if strings.HasPrefix(a, "--web.listen-address=") {
 			a = "--web.listen-address=" + addr
 		}
 		args = append(args, a)
@@ -160,7 +171,7 @@ func TestSidecarArgsRun(t *testing.T) {
 			cmd.Process.Kill()
 		}
 	}()
-	paths := []string{c.LivenessProbe.HTTPGet.Path, c.ReadinessProbe.HTTPGet.Path, "/metrics"}
+	var body []byte
 	for _, p := range paths {
 		for {
 			select {
@@ -170,7 +181,7 @@ func TestSidecarArgsRun(t *testing.T) {
 			}
 			resp, err := http.Get("http://" + addr + p)
 			if err == nil {
-				io.Copy(io.Discard, resp.Body)
+				body, _ = io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
 					break
@@ -181,6 +192,41 @@ func TestSidecarArgsRun(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+	return string(body)
+}
+
+// TestDaemonSetPMCDArgsRun runs `pcp-exporter` with the args of the
+// DaemonSet that mounts the node's pmcd socket, against this host's pmcd
+// (its socket directory in place of the mount): pmcd is served, up.
+func TestDaemonSetPMCDArgsRun(t *testing.T) {
+	bin := exporterBinary(t)
+	m := renderValues(t, filepath.Join(chartDir, "ci", "daemonset-pmcd-values.yaml"))
+	if len(m.daemonSets) != 1 {
+		t.Fatalf("%d DaemonSets", len(m.daemonSets))
+	}
+	c := exporter(t, "daemonset", m.daemonSets[0].Spec.Template.Spec)
+	sock := "/run/pcp/pmcd.socket"
+	if _, err := os.Stat(sock); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no pmcd socket: %v", err)
+		}
+		t.Skipf("no pmcd socket here (CI=true makes this a failure): %v", err)
+	}
+	mmvDir := t.TempDir()
+	body := serveRendered(t, bin, c, func(a string) string {
+		if strings.HasPrefix(a, "--mmv.dir=") {
+			a = "--mmv.dir=" + mmvDir
+		}
+		return a
+	}, "/metrics")
+	for _, want := range []string{`pcp_exporter_source_up{reason="",source="pmcd unix:/run/pcp/pmcd.socket"} 1`, "\nkernel_all_load{"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "\nhotproc_") || strings.Contains(body, "\nmmv_control_") {
+		t.Error("/metrics has metrics --pmcd.metrics or the MMV directory exclude")
 	}
 }
 

@@ -589,9 +589,11 @@ func TestDaemonSet(t *testing.T) {
 		file     string
 		hostPID  bool
 		archives []string
+		pmcd     bool // the node's pmcd socket directory mounted, --pmcd given
 	}{
 		{file: "daemonset-values.yaml"},
 		{file: "daemonset-hostpid-values.yaml", hostPID: true, archives: []string{"/var/log/pcp/pmlogger/node1/20261122"}},
+		{file: "daemonset-pmcd-values.yaml", pmcd: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -608,6 +610,18 @@ func TestDaemonSet(t *testing.T) {
 				t.Errorf("args %q: PID check should be %v", c.Args, tc.hostPID)
 			}
 			want := map[string]string{"pcp-mmv": "/var/lib/pcp/tmp/mmv", "pcp-archives": "/var/log/pcp/pmlogger"}
+			if tc.pmcd {
+				want = map[string]string{"pcp-mmv": "/var/lib/pcp/tmp/mmv", "pcp-pmcd": "/run/pcp"}
+			}
+			pmcdFlag, _ := flagValue(c.Args, "pmcd")
+			if tc.pmcd != (pmcdFlag == "unix:/run/pcp/pmcd.socket") {
+				t.Errorf("args %q: --pmcd should be given: %v", c.Args, tc.pmcd)
+			}
+			for _, vm := range c.VolumeMounts {
+				if vm.Name == "pcp-pmcd" && (!tc.pmcd || vm.MountPath != "/run/pcp" || !vm.ReadOnly) {
+					t.Errorf("pmcd socket mount %+v", vm)
+				}
+			}
 			for _, v := range spec.Volumes {
 				if p, ok := want[v.Name]; ok {
 					if v.HostPath == nil || v.HostPath.Path != p {

@@ -119,6 +119,12 @@ pcp-exporter.serveArgs: the args of `pcp-exporter serve` (design.md CLI contract
 {{- range .Values.daemonset.archives.replay }}
 - --archive={{ printf "%s/%s" $.Values.daemonset.archives.mountPath . }}
 {{- end }}
+{{- if .Values.daemonset.pmcd.enabled }}
+- --pmcd=unix:{{ .Values.daemonset.pmcd.mountPath | trimSuffix "/" }}/pmcd.socket
+{{- range .Values.daemonset.pmcd.metrics }}
+- --pmcd.metrics={{ . }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- with include "pcp-exporter.commonArgs" . }}
 {{ . }}
@@ -168,6 +174,11 @@ volumeMounts:
 {{- if and (eq .Values.mode "daemonset") .Values.daemonset.archives.enabled }}
   - name: pcp-archives
     mountPath: {{ .Values.daemonset.archives.mountPath }}
+    readOnly: true
+{{- end }}
+{{- if and (eq .Values.mode "daemonset") .Values.daemonset.pmcd.enabled }}
+  - name: pcp-pmcd
+    mountPath: {{ .Values.daemonset.pmcd.mountPath }}
     readOnly: true
 {{- end }}
 {{- if include "pcp-exporter.hasConfig" . }}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pcp-exporter/pcp-exporter/bridge"
+	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/pmcd"
+)
+
+// pmcdFlags are the pmcd source flags of serve, info and fetch.
+type pmcdFlags struct {
+	specs   []string
+	metrics []string
+	timeout time.Duration
+}
+
+// addPMCDFlags declares --pmcd (repeatable for serve), --pmcd.metrics and
+// --pmcd.timeout.
+func addPMCDFlags(cmd *kingpin.CmdClause, repeatable bool) *pmcdFlags {
+	f := &pmcdFlags{}
+	help := "pmcd to read: local: (its unix socket, else TCP localhost), unix:PATH, or HOST[:PORT]; a bare --pmcd is local:."
+	if repeatable {
+		help += " Repeatable: each pmcd is a source (told apart by its hostname label)."
+	}
+	cmd.Flag("pmcd", help).PlaceHolder("SPEC").StringsVar(&f.specs)
+	cmd.Flag("pmcd.metrics", "Metrics of pmcd to export: a name, subtree or glob (* crosses dots); a leading - excludes (repeatable; default all, less the mmv subtree when the MMV directory is exported directly).").PlaceHolder("PATTERN").StringsVar(&f.metrics)
+	cmd.Flag("pmcd.timeout", "Deadline of connecting to pmcd and of each fetch (a hung PMDA costs a scrape at most this).").Default("5s").DurationVar(&f.timeout)
+	return f
+}
+
+// pmcdArgs rewrites a bare --pmcd (last, or followed by another flag) to
+// --pmcd=local:, so that the flag's value is optional.
+func pmcdArgs(args []string) []string {
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if a == "--pmcd" && (i+1 == len(out) || strings.HasPrefix(out[i+1], "-")) {
+			out[i] = "--pmcd=local:"
+		}
+	}
+	return out
+}
+
+// options builds the source options; excludeMMV drops pmcd's mmv subtree
+// (the MMV directory is exported directly).
+func (f *pmcdFlags) options(logger *slog.Logger, excludeMMV bool) (pmcd.Options, error) {
+	pats := f.metrics
+	if excludeMMV {
+		pats = append(append([]string(nil), pats...), "-mmv")
+	}
+	sel, err := pmcd.ParseSelection(pats)
+	if err != nil {
+		return pmcd.Options{}, usagef("--pmcd.metrics: %v", err)
+	}
+	return pmcd.Options{Selection: sel, Timeout: f.timeout, Logger: logger}, nil
+}
+
+// openOne opens one pmcd for info and fetch: it must answer now.
+func (f *pmcdFlags) openOne(logger *slog.Logger) (*pmcd.Source, error) {
+	if len(f.specs) != 1 {
+		return nil, usagef("name one pmcd")
+	}
+	opts, err := f.options(logger, false)
+	if err != nil {
+		return nil, err
+	}
+	return pmcd.Open(f.specs[0], opts)
+}
+
+// pmcdFetchError is the error of a fetch from a pmcd that went away.
+func pmcdFetchError(src source.Source) error {
+	if st := source.StatusOf(src, time.Now()); st.Reason != source.ReasonUp {
+		return fmt.Errorf("%s", st.Detail)
+	}
+	return nil
+}
+
+// openPMCDSources opens serve's pmcd sources. With no source flag at all
+// (no --pmcd, --archive or --mmv.dir), the local pmcd is exported when it
+// answers, next to the MMV directory: auto is then true. A pmcd named with
+// --pmcd that does not answer yet is a source that is down until it does.
+func openPMCDSources(f *serveFlags, logger *slog.Logger) (srcs []bridge.Source, closeAll func(), auto bool, err error) {
+	pf := f.pmcd
+	specs := pf.specs
+	if len(specs) == 0 && len(f.archives) == 0 && !f.mmvDirSet && !f.demo {
+		probe, err := pmcd.New("local:", pmcd.Options{Timeout: time.Second})
+		if err == nil && probe.Ping() == nil {
+			specs, auto = []string{"local:"}, true
+			logger.Info("no source flag and the local pmcd answers: serving pmcd and the MMV directory", "mmv.dir", f.mmvDir)
+		}
+	}
+	opts, err := pf.options(logger, auto || f.mmvDirSet)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	var closers []func()
+	closeAll = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	for _, spec := range specs {
+		p, err := pmcd.New(spec, opts)
+		if err != nil {
+			closeAll()
+			return nil, nil, false, usagef("--pmcd: %v", err)
+		}
+		closers = append(closers, func() { p.Close() })
+		if err := p.Connect(); err != nil {
+			logger.Warn("pmcd does not answer yet; its source is down until it does", "pmcd", spec, "err", err)
+		}
+		var src source.Source = p
+		if src, err = f.derived.wrap(src, logger); err != nil {
+			closeAll()
+			return nil, nil, false, err
+		}
+		srcs = append(srcs, bridge.Source{Name: "pmcd " + p.Endpoint().String(), Src: src})
+	}
+	return srcs, closeAll, auto, nil
+}
+
+// pmcdErrors exports, per pmcd source, the metrics pmcd answered with an
+// error at the last fetch (by error) and the count of such answers.
+type pmcdErrors struct {
+	srcs      []bridge.Source
+	last, all *prometheus.Desc
+}
+
+func registerPMCD(reg prometheus.Registerer, srcs []bridge.Source) {
+	var ps []bridge.Source
+	for _, s := range srcs {
+		if isPMCD(s.Src) {
+			ps = append(ps, s)
+		}
+	}
+	if len(ps) == 0 {
+		return
+	}
+	reg.MustRegister(&pmcdErrors{
+		srcs: ps,
+		last: prometheus.NewDesc("pcp_exporter_pmcd_metric_errors", "Metrics pmcd answered with an error at the last fetch (skipped), by PCP error code.", []string{"source", "code"}, nil),
+		all:  prometheus.NewDesc("pcp_exporter_pmcd_metric_errors_total", "Metric values pmcd answered with an error (skipped).", []string{"source"}, nil),
+	})
+}
+
+func isPMCD(src source.Source) bool {
+	_, ok := pmcdOf(src)
+	return ok
+}
+
+// pmcdOf finds the pmcd source under wrappers (derived metrics).
+func pmcdOf(src source.Source) (*pmcd.Source, bool) {
+	for src != nil {
+		if p, ok := src.(*pmcd.Source); ok {
+			return p, true
+		}
+		w, ok := src.(source.Wrapper)
+		if !ok {
+			break
+		}
+		src = w.Unwrap()
+	}
+	return nil, false
+}
+
+func (c *pmcdErrors) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.last
+	ch <- c.all
+}
+
+func (c *pmcdErrors) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.srcs {
+		p, _ := pmcdOf(s.Src)
+		last, total := p.MetricErrors()
+		for code, n := range last {
+			ch <- prometheus.MustNewConstMetric(c.last, prometheus.GaugeValue, float64(n), s.Name, strconv.Itoa(int(code)))
+		}
+		ch <- prometheus.MustNewConstMetric(c.all, prometheus.CounterValue, float64(total), s.Name)
+	}
+}

@@ -1,0 +1,17 @@
+// Package pmcd is a source.Source over a running pmcd, speaking PCP's
+// client protocol in pure Go (no libpcp): the handshake over pmcd's unix
+// socket or TCP, the namespace traversal, descriptors, instance domains,
+// help text and labels (read once, cached, and read again only when pmcd
+// flags a change in a fetch reply), and the fetch of every selected metric
+// in as few HIGHRES_FETCH PDUs as pmcd's request size limit allows.
+//
+// A lost connection makes the source report itself down (source.Monitored)
+// and reconnect with backoff at later fetches; every exchange has a
+// deadline, so a hung PMDA or peer cannot hang a scrape. Replies are
+// decoded defensively: a truncated, oversized or malformed PDU gives a
+// FormatError naming the peer, the PDU and the byte offset, never a panic
+// or an allocation larger than the bytes received.
+//
+// The wire protocol is described in docs/pcp-protocol.md of the project's
+// shared documentation (verified against PCP 6.0.3's pmcd).
+package pmcd

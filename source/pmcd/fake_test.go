@@ -1,0 +1,213 @@
+package pmcd
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// fakePMCD is a minimal pmcd on loopback for fault tests: it serves a tiny
+// namespace correctly and lets a test decide how the handshake and the
+// fetches are answered (or not).
+type fakePMCD struct {
+	t  *testing.T
+	ln net.Listener
+	// greeting replaces the handshake PDU when non-nil.
+	greeting func(c net.Conn) bool
+	// fetch answers a HIGHRES_FETCH (the request's PMIDs); false closes
+	// the connection.
+	fetch func(c net.Conn, pmids []uint32) bool
+	// prefix names the fake's metrics: PREFIX.a and PREFIX.b ("fake").
+	prefix string
+	// insts, when set, are the instances (ids 0, 1, ...) of the instance
+	// domain 60.1 of both metrics.
+	insts []string
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+const fakeA, fakeB = 60<<22 | 1, 60<<22 | 2
+
+// newFake starts a fake pmcd; setup (if any) configures it first.
+func newFake(t *testing.T, setup ...func(f *fakePMCD)) *fakePMCD {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakePMCD{t: t, ln: ln, prefix: "fake"}
+	for _, s := range setup {
+		s(f)
+	}
+	go f.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		f.mu.Lock()
+		for _, c := range f.conns {
+			c.Close()
+		}
+		f.mu.Unlock()
+	})
+	return f
+}
+
+func (f *fakePMCD) addr() string { return f.ln.Addr().String() }
+
+func (f *fakePMCD) serve() {
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		f.conns = append(f.conns, c)
+		f.mu.Unlock()
+		go f.handle(c)
+	}
+}
+
+func be(words ...uint32) []byte {
+	var b []byte
+	for _, w := range words {
+		b = binary.BigEndian.AppendUint32(b, w)
+	}
+	return b
+}
+
+// mkpdu builds a PDU of type typ with body.
+func mkpdu(typ uint32, body []byte) []byte {
+	return append(be(uint32(12+len(body)), typ, 0), body...)
+}
+
+func padded(s string) []byte {
+	b := append(be(uint32(len(s))), s...)
+	for len(b)%4 != 0 {
+		b = append(b, '~')
+	}
+	return b
+}
+
+func (f *fakePMCD) handle(c net.Conn) {
+	defer c.Close()
+	f.mu.Lock()
+	greeting, prefix := f.greeting, f.prefix
+	f.mu.Unlock()
+	if greeting != nil {
+		if !greeting(c) {
+			return
+		}
+	} else {
+		c.Write(mkpdu(pduError, be(0, 2<<24|1<<16|featHighres|featDescs|featLabels)))
+	}
+	// buffers reused, so that a steady fetch allocates nothing here
+	h := make([]byte, 12)
+	var body []byte
+	var pmids []uint32
+	for {
+		if _, err := io.ReadFull(c, h); err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(h)
+		if cap(body) < int(n-12) {
+			body = make([]byte, n-12)
+		}
+		body = body[:n-12]
+		if _, err := io.ReadFull(c, body); err != nil {
+			return
+		}
+		var reply []byte
+		f.mu.Lock()
+		insts := f.insts
+		f.mu.Unlock()
+		switch binary.BigEndian.Uint32(h[4:]) {
+		case pduCreds, pduProfile:
+		case pduPMNSNames:
+			numnames := binary.BigEndian.Uint32(body[8:])
+			ids := []uint32{2, numnames}
+			for i := uint32(0); i < numnames; i++ {
+				ids = append(ids, fakeA+i%2)
+			}
+			reply = mkpdu(pduPMNSIDs, be(ids...))
+		case pduPMNSTraverse:
+			b := be(uint32(2*len(prefix)+6), 0, 2)
+			for _, n := range []string{prefix + ".a", prefix + ".b"} {
+				b = append(b, padded(n)...)
+			}
+			reply = mkpdu(pduPMNSNames, b)
+		case pduDescIDs:
+			numids := binary.BigEndian.Uint32(body[4:])
+			b := be(numids)
+			for i := uint32(0); i < numids; i++ {
+				id := binary.BigEndian.Uint32(body[8+4*i:])
+				indom := uint32(0xffffffff)
+				if insts != nil {
+					indom = 60<<22 | 1
+				}
+				b = append(b, be(id, 3, indom, 1, 0)...) // u64 counter
+			}
+			reply = mkpdu(pduDescs, b)
+		case pduTextReq:
+			reply = mkpdu(pduText, append(be(0), padded("help")...))
+		case pduLabelReq:
+			reply = mkpdu(pduLabel, be(binary.BigEndian.Uint32(body), binary.BigEndian.Uint32(body[4:]), 0, 0))
+		case pduInstanceReq:
+			f.mu.Lock()
+			names := f.insts
+			f.mu.Unlock()
+			b := be(binary.BigEndian.Uint32(body), uint32(len(names)))
+			for i, n := range names {
+				b = append(append(b, be(uint32(i))...), padded(n)...)
+			}
+			reply = mkpdu(pduInstance, b)
+		case pduHighresFetch:
+			numpmid := binary.BigEndian.Uint32(body[12:])
+			pmids = pmids[:0]
+			for i := uint32(0); i < numpmid; i++ {
+				pmids = append(pmids, binary.BigEndian.Uint32(body[16+4*i:]))
+			}
+			f.mu.Lock()
+			fetch := f.fetch
+			f.mu.Unlock()
+			if fetch == nil {
+				reply = goodResult(pmids)
+			} else if !fetch(c, pmids) {
+				return
+			}
+		default:
+			reply = mkpdu(pduError, be(uint32(0xffffcfb2))) // PM_ERR_IPC
+		}
+		if reply != nil {
+			if _, err := c.Write(reply); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// goodResult is a HIGHRES_RESULT giving each PMID one U64 value 42.
+func goodResult(pmids []uint32) []byte {
+	n := uint32(len(pmids))
+	sets := be(n, 0, 1, 0, 7)
+	blocks := []byte{}
+	off := (12 + 20 + 20*n) / 4
+	for i, id := range pmids {
+		sets = append(sets, be(id, 1, valDptr, 0xffffffff, off+uint32(i)*3)...)
+		blocks = append(blocks, be(3<<24|12, 0, 42)...)
+	}
+	return mkpdu(pduHighresResult, append(sets, blocks...))
+}
+
+// setFetch sets how fetches are answered from now on (nil: well).
+func (f *fakePMCD) setFetch(fetch func(c net.Conn, pmids []uint32) bool) {
+	f.mu.Lock()
+	f.fetch = fetch
+	f.mu.Unlock()
+}
+
+// setInsts sets the fake's instances from now on.
+func (f *fakePMCD) setInsts(names ...string) {
+	f.mu.Lock()
+	f.insts = names
+	f.mu.Unlock()
+}

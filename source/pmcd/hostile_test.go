@@ -1,0 +1,291 @@
+package pmcd
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/pcp-exporter/pcp-exporter/bridge"
+	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+var fakePMIDs = []semantics.PMID{fakeA, fakeB}
+
+const testTimeout = 300 * time.Millisecond
+
+func openFake(t *testing.T, f *fakePMCD) *Source {
+	t.Helper()
+	s, err := Open(f.addr(), Options{Timeout: testTimeout, MetadataTimeout: time.Second, Backoff: []time.Duration{time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestFakeGood(t *testing.T) {
+	f := newFake(t)
+	s := openFake(t, f)
+	ms := s.Metrics()
+	if len(ms) != 2 || ms[0].Name != "fake.a" || ms[1].Desc.PMID != fakeB || ms[0].OneLine != "help" {
+		t.Fatalf("metrics %+v", ms)
+	}
+	var res source.Result
+	if err := s.Fetch(time.Now(), fakePMIDs, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Sets) != 2 || len(res.Sets[1].Values) != 1 || res.Sets[1].Values[0].Value.Uint64() != 42 || !res.Time.Equal(time.Unix(1, 7)) {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestHandshakeFaults: a pmcd that refuses, wants TLS or credentials,
+// sends garbage or nothing gives one clear error, in time.
+func TestHandshakeFaults(t *testing.T) {
+	cases := []struct {
+		name     string
+		greeting func(c net.Conn) bool
+		want     string
+	}{
+		{"silent", func(c net.Conn) bool { time.Sleep(2 * testTimeout); return false }, "no greeting within"},
+		{"truncated", func(c net.Conn) bool { c.Write(be(20, pduError)[:7]); return false }, "closed within a PDU header"},
+		{"refused", func(c net.Conn) bool { c.Write(mkpdu(pduError, be(uint32(0xfffffbee), 0))); return false }, "refused the connection: No permission to perform requested operation"},
+		{"creds required", func(c net.Conn) bool { c.Write(mkpdu(pduError, be(0, 2<<24|featCredsReqd|featAuth))); return true }, "requires TLS/authentication, which is not supported"},
+		{"not an error pdu", func(c net.Conn) bool { c.Write(mkpdu(pduDesc, be(1, 2, 3, 4, 5))); return false }, "DESC at byte 0: greeting of 32 bytes"},
+		{"bad version", func(c net.Conn) bool { c.Write(mkpdu(pduError, be(0, 7<<24))); return false }, "protocol version 7"},
+		{"huge length", func(c net.Conn) bool { c.Write(be(0x7fffffff, pduError, 0)); return false }, "length 2147483647 outside"},
+		{"sasl", func(c net.Conn) bool {
+			c.Write(mkpdu(pduError, be(0, 2<<24|featHighres)))
+			c.Write(mkpdu(pduAttr, []byte("PLAIN")))
+			return false
+		}, "requires TLS/authentication"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, func(f *fakePMCD) { f.greeting = tc.greeting })
+			start := time.Now()
+			_, err := Open(f.addr(), Options{Timeout: testTimeout})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), f.addr()) {
+				t.Fatalf("error %v, want one naming %s and saying %q", err, f.addr(), tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error of several lines: %q", err)
+			}
+			if d := time.Since(start); d > 4*testTimeout {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
+
+// TestFetchFaults: truncated, oversized, malformed, endless or missing
+// fetch replies make the source down with a clear error, in time and with
+// memory bounded by what was received; the next fetch reconnects.
+func TestFetchFaults(t *testing.T) {
+	result := goodResult([]uint32{fakeA, fakeB})
+	patch := func(off int, w uint32) []byte {
+		b := append([]byte(nil), result...)
+		copy(b[off:], be(w))
+		return b
+	}
+	send := func(b []byte) func(c net.Conn, _ []uint32) bool {
+		return func(c net.Conn, _ []uint32) bool { c.Write(b); return true }
+	}
+	cases := []struct {
+		name  string
+		fetch func(c net.Conn, pmids []uint32) bool
+		want  string
+	}{
+		{"never answers", func(net.Conn, []uint32) bool { return true }, "no answer in time"},
+		{"closes", func(net.Conn, []uint32) bool { return false }, "EOF"},
+		{"truncated", func(c net.Conn, _ []uint32) bool { c.Write(result[:len(result)-5]); return false }, "HIGHRES_RESULT truncated at byte 91 of 96"},
+		{"oversized", send(be(1<<30, pduHighresResult, 0)), "HIGHRES_RESULT at byte 0: length 1073741824 outside [12, 16777216]"},
+		{"numpmid", send(patch(12, 3)), "HIGHRES_RESULT at byte 12: numpmid 3 for 2 metrics"},
+		{"wrong pmid", send(patch(32, 7)), "HIGHRES_RESULT at byte 32: value set 0 is of 0.0.7, 60.0.1 was asked for"},
+		{"numval", send(patch(36, 1000)), "numval 1000 of 60.0.1 does not fit"},
+		{"valfmt", send(patch(40, 9)), "HIGHRES_RESULT at byte 40: unknown value format 9"},
+		{"offset", send(patch(48, 1000)), "HIGHRES_RESULT at byte 48: value block offset 4000 of 60.0.1 outside the PDU"},
+		{"vlen", send(patch(72-24, 0)), "HIGHRES_RESULT at byte 48"},
+		{"block length", send(patch(72, 3<<24|200)), "HIGHRES_RESULT at byte 72: value block length 200 of 60.0.1 outside the PDU"},
+		{"short block", send(patch(72, 3<<24|8)), "value block of 4 bytes too short for type u64"},
+		{"wrong type", send(mkpdu(pduDescs, be(0))), "DESCS at byte 4: unexpected reply to HIGHRES_FETCH"},
+		{"error pdu of 24 bytes", send(mkpdu(pduError, be(1, 2, 3))), "ERROR at byte 0: length 24, want 16 or 20"},
+		{"endless flags", func(c net.Conn, _ []uint32) bool {
+			for {
+				if _, err := c.Write(mkpdu(pduError, be(pmcdLabelChange))); err != nil {
+					return false
+				}
+			}
+		}, "no answer in time"},
+		{"endless pdu", func(c net.Conn, _ []uint32) bool {
+			c.Write(be(16<<20, pduHighresResult, 0))
+			chunk := make([]byte, 64<<10)
+			for {
+				if _, err := c.Write(chunk); err != nil {
+					return false
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}, "no answer in time"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			s, err := New(f.addr(), Options{Timeout: testTimeout, MaxPDU: 16 << 20, Backoff: []time.Duration{time.Millisecond}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Connect(); err != nil {
+				t.Fatal(err)
+			}
+			f.setFetch(tc.fetch)
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var res source.Result
+			start := time.Now()
+			if err := s.Fetch(time.Now(), fakePMIDs, &res); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > testTimeout+time.Second {
+				t.Errorf("fetch took %v", d)
+			}
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			if grown := after.TotalAlloc - before.TotalAlloc; grown > 64<<20 {
+				t.Errorf("fetch allocated %d bytes", grown)
+			}
+			for _, set := range res.Sets {
+				if !errors.Is(set.Err, ErrNotConnected) {
+					t.Errorf("set %v: error %v, want ErrNotConnected", set.PMID, set.Err)
+				}
+			}
+			st := s.Status(time.Now())
+			if st.Reason != source.ReasonDown || !strings.Contains(st.Detail, tc.want) || !strings.Contains(st.Detail, f.addr()) {
+				t.Fatalf("status %+v, want down saying %q", st, tc.want)
+			}
+			// pmcd behaves again: the source comes back by itself
+			f.setFetch(nil)
+			time.Sleep(5 * time.Millisecond)
+			if err := s.Fetch(time.Now(), fakePMIDs, &res); err != nil {
+				t.Fatal(err)
+			}
+			if st := s.Status(time.Now()); st.Reason != source.ReasonUp || res.Sets[0].Err != nil {
+				t.Fatalf("after recovery: status %+v, set %+v", st, res.Sets[0])
+			}
+		})
+	}
+}
+
+// TestFlagsRefreshMetadata: an ERROR with PMCD_NAMES_CHANGE before a
+// result makes the metadata read again before the next scrape, once.
+func TestFlagsRefreshMetadata(t *testing.T) {
+	f := newFake(t)
+	s := openFake(t, f)
+	e0 := s.Epoch()
+	s.Metrics()
+	if s.Epoch() != e0 {
+		t.Fatal("metadata read again with no change flagged")
+	}
+	f.setFetch(func(c net.Conn, pmids []uint32) bool {
+		c.Write(mkpdu(pduError, be(pmcdNamesChange)))
+		c.Write(goodResult(pmids))
+		return true
+	})
+	var res source.Result
+	if err := s.Fetch(time.Now(), fakePMIDs, &res); err != nil || res.Sets[0].Err != nil {
+		t.Fatalf("fetch with flags: %v %+v", err, res.Sets)
+	}
+	f.setFetch(nil)
+	s.Metrics()
+	if s.Epoch() != e0+1 {
+		t.Fatalf("epoch %d after a flagged change, want %d", s.Epoch(), e0+1)
+	}
+	s.Metrics()
+	if s.Epoch() != e0+1 {
+		t.Fatal("metadata read again twice")
+	}
+}
+
+// TestScrapeWithHungPMCD: a pmcd that stops answering costs a scrape at
+// most the fetch deadline; the scrape reports the source down and still
+// serves the other sources.
+func TestScrapeWithHungPMCD(t *testing.T) {
+	good, hung := newFake(t), newFake(t, func(f *fakePMCD) { f.prefix = "other" })
+	a, b := openFake(t, good), openFake(t, hung)
+	var logs bytes.Buffer
+	m, err := mapping.New(nil, mapping.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := bridge.New(m, slog.New(slog.NewTextHandler(&logs, nil)), bridge.Source{Name: "good", Src: a}, bridge.Source{Name: "hung", Src: b})
+	hung.setFetch(func(net.Conn, []uint32) bool { return true })
+	for i := 0; i < 3; i++ {
+		var out bytes.Buffer
+		start := time.Now()
+		if err := col.WriteText(&out); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > testTimeout+time.Second {
+			t.Errorf("scrape took %v", d)
+		}
+		if !strings.Contains(out.String(), "fake_a_total") {
+			t.Fatalf("scrape lost the good source:\n%s", out.String())
+		}
+	}
+	var self bytes.Buffer
+	writeSelf(t, col, &self)
+	if !strings.Contains(self.String(), `pcp_exporter_source_up{reason="down",source="hung"} 0`) {
+		t.Errorf("self-metrics:\n%s", self.String())
+	}
+	if n := strings.Count(logs.String(), "PCP source is down"); n != 1 {
+		t.Errorf("%d log lines for one change of state:\n%s", n, logs.String())
+	}
+}
+
+func writeSelf(t *testing.T, col *bridge.Collector, w io.Writer) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(col.Self())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		expfmt.MetricFamilyToText(w, mf)
+	}
+}
+
+// TestNewInstancesReadAgain: a value of an instance not known yet makes
+// the instance domain read again (pmcd flags no instance change).
+func TestNewInstancesReadAgain(t *testing.T) {
+	f := newFake(t, func(f *fakePMCD) { f.insts = []string{"zero"} })
+	s := openFake(t, f)
+	in := semantics.NewInDom(60, 1)
+	if got := s.Instances(in); len(got) != 1 || got[0].Name != "zero" {
+		t.Fatalf("instances %+v", got)
+	}
+	f.setInsts("zero", "one")
+	// a result with instances 0 and 1 of fake.a
+	sets := be(1, 0, 1, 0, 7, fakeA, 2, valInsitu, 0, 5, 1, 6)
+	reply := mkpdu(pduHighresResult, sets)
+	f.setFetch(func(c net.Conn, _ []uint32) bool { c.Write(reply); return true })
+	var res source.Result
+	if err := s.Fetch(time.Now(), fakePMIDs[:1], &res); err != nil || len(res.Sets[0].Values) != 2 {
+		t.Fatalf("fetch: %v %+v", err, res.Sets)
+	}
+	if got := s.Instances(in); len(got) != 2 || got[1].Name != "one" {
+		t.Fatalf("instances after a new one appeared: %+v", got)
+	}
+}

@@ -1,0 +1,433 @@
+package pmcd
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// metadata is everything read from pmcd about the selected metrics: read
+// once per connection and again when pmcd flags a change.
+type metadata struct {
+	metrics []source.Metric // selected, resolved metrics in name order
+	descs   map[semantics.PMID]*semantics.Desc
+	indoms  map[semantics.InDom]*indom
+	context semantics.LabelSet
+	// unresolved counts selected names pmcd gave no PMID or descriptor for.
+	unresolved int
+}
+
+// indom is an instance domain's instances in id order, and an index of
+// their ids.
+type indom struct {
+	insts []source.Instance
+	ids   map[int32]struct{}
+}
+
+// PMNS_NAMES requests are split as libpcp splits them (pmns.c).
+const namesBatch = 63 << 10
+
+// descsBatch PMIDs fit in one DESC_IDS request (20 + 4n <= 65536).
+const descsBatch = 16000
+
+// readNames traverses the whole namespace.
+func (c *conn) readNames(deadline time.Time) ([]string, error) {
+	c.w.b = c.w.b[:0]
+	c.w.begin(pduPMNSTraverse)
+	c.w.u32(0)
+	c.w.u32(0)
+	c.w.finish()
+	var names []string
+	err := c.exchange(deadline, 1, func(_ int, p pdu) error {
+		if err := c.expect(p, pduPMNSNames); err != nil {
+			return fmt.Errorf("pmcd at %s: traversing the namespace: %w", c.peer, err)
+		}
+		var err error
+		names, _, err = decodeNames(p, c.peer)
+		return err
+	})
+	return names, err
+}
+
+// decodeNames decodes a PMNS_NAMES PDU (plain or status form).
+func decodeNames(p pdu, peer string) (names []string, status []int32, err error) {
+	d := newDecoder(p, peer)
+	d.u32() // nstrbytes
+	numstatus := d.i32()
+	n := d.count(8, "numnames")
+	if numstatus != 0 && int(numstatus) != n {
+		d.fail(16, "numstatus %d differs from numnames %d", numstatus, n)
+	}
+	names = make([]string, 0, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		if numstatus != 0 {
+			status = append(status, d.i32())
+		}
+		at := d.pos
+		l := d.count(1, "name length")
+		b := d.bytes(l, true)
+		if d.err == nil && l == 0 {
+			d.fail(at, "empty name")
+		}
+		names = append(names, string(b))
+	}
+	return names, status, d.end()
+}
+
+// lookupNames resolves names to PMIDs (PM_ID_NULL when pmcd has none).
+func (c *conn) lookupNames(deadline time.Time, names []string) ([]semantics.PMID, error) {
+	ids := make([]semantics.PMID, len(names))
+	for lo := 0; lo < len(names); {
+		hi, size := lo, 24
+		for hi < len(names) && (hi == lo || size+8+len(names[hi]) <= namesBatch) {
+			size += 8 + len(names[hi])
+			hi++
+		}
+		c.w.b = c.w.b[:0]
+		c.w.begin(pduPMNSNames)
+		nstr := 0
+		for _, n := range names[lo:hi] {
+			nstr += len(n) + 1
+		}
+		c.w.u32(uint32(nstr))
+		c.w.u32(0)
+		c.w.u32(uint32(hi - lo))
+		for _, n := range names[lo:hi] {
+			c.w.str(n)
+		}
+		c.w.finish()
+		batch := ids[lo:hi]
+		err := c.exchange(deadline, 1, func(_ int, p pdu) error {
+			if p.typ == pduError && len(batch) == 1 {
+				batch[0] = semantics.PMIDNull // a single failed name is an ERROR
+				return c.expect(p, pduError)
+			}
+			if err := c.expect(p, pduPMNSIDs); err != nil {
+				return fmt.Errorf("pmcd at %s: looking up names: %w", c.peer, err)
+			}
+			d := newDecoder(p, c.peer)
+			d.i32() // number resolved
+			n := d.count(4, "numids")
+			if d.err == nil && n != len(batch) {
+				d.fail(16, "%d ids for %d names", n, len(batch))
+			}
+			for i := 0; i < n && d.err == nil; i++ {
+				batch[i] = semantics.PMID(d.u32())
+			}
+			return d.end()
+		})
+		if err != nil {
+			return nil, err
+		}
+		lo = hi
+	}
+	return ids, nil
+}
+
+// lookupDescs reads the descriptors of pmids (nil for those pmcd fails).
+func (c *conn) lookupDescs(deadline time.Time, pmids []semantics.PMID) ([]*semantics.Desc, error) {
+	out := make([]*semantics.Desc, len(pmids))
+	store := make([]semantics.Desc, len(pmids))
+	decode := func(d *decoder, i int) {
+		pmid := semantics.PMID(d.u32())
+		desc := semantics.Desc{PMID: pmid, Type: semantics.Type(d.i32()), InDom: semantics.InDom(d.u32()), Sem: semantics.Sem(d.i32()), Units: semantics.UnitsFromWord(d.u32())}
+		if d.err == nil && pmid != semantics.PMIDNull {
+			if pmid != pmids[i] {
+				d.fail(d.pos-20, "descriptor of %s where %s was asked for", pmid, pmids[i])
+				return
+			}
+			store[i] = desc
+			out[i] = &store[i]
+		}
+	}
+	if c.features&featDescs == 0 {
+		c.w.b = c.w.b[:0]
+		for _, id := range pmids {
+			c.w.begin(pduDescReq)
+			c.w.u32(uint32(id))
+			c.w.finish()
+		}
+		err := c.exchange(deadline, len(pmids), func(i int, p pdu) error {
+			if p.typ == pduError {
+				return c.expect(p, pduError)
+			}
+			if err := c.expect(p, pduDesc); err != nil {
+				return err
+			}
+			d := newDecoder(p, c.peer)
+			decode(d, i)
+			return d.end()
+		})
+		return out, ignorePCPError(err)
+	}
+	for lo := 0; lo < len(pmids); lo += descsBatch {
+		hi := min(lo+descsBatch, len(pmids))
+		c.w.b = c.w.b[:0]
+		c.w.begin(pduDescIDs)
+		c.w.u32(0xffffffff)
+		c.w.u32(uint32(hi - lo))
+		for _, id := range pmids[lo:hi] {
+			c.w.u32(uint32(id))
+		}
+		c.w.finish()
+		err := c.exchange(deadline, 1, func(_ int, p pdu) error {
+			if p.typ == pduError && hi-lo == 1 {
+				return c.expect(p, pduError)
+			}
+			if err := c.expect(p, pduDescs); err != nil {
+				return fmt.Errorf("pmcd at %s: reading descriptors: %w", c.peer, err)
+			}
+			d := newDecoder(p, c.peer)
+			n := d.count(20, "numdescs")
+			if d.err == nil && n != hi-lo {
+				d.fail(12, "%d descriptors for %d PMIDs", n, hi-lo)
+			}
+			for i := 0; i < n && d.err == nil; i++ {
+				decode(d, lo+i)
+			}
+			return d.end()
+		})
+		if err = ignorePCPError(err); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ignorePCPError drops a PCP error (an ERROR reply for one item), keeping
+// I/O and protocol errors.
+func ignorePCPError(err error) error {
+	if _, ok := err.(semantics.PMError); ok {
+		return nil
+	}
+	return err
+}
+
+// Label request types (PM_LABEL_*).
+const (
+	labelContext   = 0x01
+	labelDomain    = 0x02
+	labelInDom     = 0x04
+	labelCluster   = 0x08
+	labelItem      = 0x10
+	labelInstances = 0x20
+)
+
+// Text request types (PM_TEXT_*).
+const (
+	textOneLine = 1
+	textHelp    = 2
+	textPMID    = 4
+)
+
+// request is one pipelined metadata request, to route its reply.
+type request struct {
+	kind  uint32 // PDU type of the request
+	sub   uint32 // text or label type
+	ident uint32
+}
+
+// readDetails reads the help texts, labels and instance domains of descs
+// in one pipelined exchange.
+func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *metadata, oneline, help map[semantics.PMID]string, labels map[request]semantics.LabelSet) error {
+	var reqs []request
+	seen := map[request]bool{}
+	add := func(r request) {
+		if !seen[r] {
+			seen[r] = true
+			reqs = append(reqs, r)
+		}
+	}
+	withLabels := c.features&featLabels != 0
+	if withLabels {
+		add(request{kind: pduLabelReq, sub: labelContext, ident: 0xffffffff})
+	}
+	for _, d := range descs {
+		if d == nil {
+			continue
+		}
+		id := uint32(d.PMID)
+		add(request{kind: pduTextReq, sub: textOneLine | textPMID, ident: id})
+		add(request{kind: pduTextReq, sub: textHelp | textPMID, ident: id})
+		if withLabels {
+			add(request{kind: pduLabelReq, sub: labelDomain, ident: d.PMID.Domain()})
+			add(request{kind: pduLabelReq, sub: labelCluster, ident: uint32(semantics.NewPMID(d.PMID.Domain(), d.PMID.Cluster(), 0))})
+			add(request{kind: pduLabelReq, sub: labelItem, ident: id})
+		}
+		if d.InDom != semantics.InDomNull {
+			add(request{kind: pduInstanceReq, ident: uint32(d.InDom)})
+			if withLabels {
+				add(request{kind: pduLabelReq, sub: labelInDom, ident: uint32(d.InDom)})
+				add(request{kind: pduLabelReq, sub: labelInstances, ident: uint32(d.InDom)})
+			}
+		}
+	}
+	c.w.b = c.w.b[:0]
+	for _, r := range reqs {
+		c.w.begin(r.kind)
+		switch r.kind {
+		case pduTextReq, pduLabelReq:
+			c.w.u32(r.ident)
+			c.w.u32(r.sub)
+		case pduInstanceReq:
+			c.w.u32(r.ident)
+			c.w.u32(0)
+			c.w.u32(0)
+			c.w.u32(0xffffffff)
+			c.w.u32(0)
+		}
+		c.w.finish()
+	}
+	instLabels := map[semantics.InDom]map[int32]semantics.LabelSet{}
+	return c.exchange(deadline, len(reqs), func(i int, p pdu) error {
+		r := reqs[i]
+		if p.typ == pduError {
+			return ignorePCPError(c.expect(p, pduError))
+		}
+		switch r.kind {
+		case pduTextReq:
+			if err := c.expect(p, pduText); err != nil {
+				return err
+			}
+			d := newDecoder(p, c.peer)
+			d.u32() // ident: byte-swapped by little-endian pmcds, ignored as libpcp does
+			n := d.count(1, "buflen")
+			text := string(d.bytes(n, true))
+			if d.err != nil {
+				return d.err
+			}
+			if r.sub&textOneLine != 0 {
+				oneline[semantics.PMID(r.ident)] = text
+			} else {
+				help[semantics.PMID(r.ident)] = text
+			}
+		case pduInstanceReq:
+			if err := c.expect(p, pduInstance); err != nil {
+				return err
+			}
+			insts, err := decodeInstances(p, c.peer)
+			if err != nil {
+				return err
+			}
+			md.setInstances(semantics.InDom(r.ident), insts, instLabels[semantics.InDom(r.ident)])
+		case pduLabelReq:
+			if err := c.expect(p, pduLabel); err != nil {
+				return err
+			}
+			sets, err := decodeLabels(p, c.peer)
+			if err != nil {
+				return err
+			}
+			if r.sub == labelInstances {
+				m := map[int32]semantics.LabelSet{}
+				for _, s := range sets {
+					m[s.inst] = s.labels
+				}
+				instLabels[semantics.InDom(r.ident)] = m
+				if in := md.indoms[semantics.InDom(r.ident)]; in != nil {
+					for k := range in.insts {
+						in.insts[k].Labels = m[in.insts[k].ID]
+					}
+				}
+			} else if len(sets) > 0 {
+				labels[r] = sets[0].labels
+			}
+		}
+		return nil
+	})
+}
+
+// setInstances records an instance domain's instances (sorted by id) with
+// their labels when known.
+func (md *metadata) setInstances(id semantics.InDom, insts []source.Instance, labels map[int32]semantics.LabelSet) {
+	sort.SliceStable(insts, func(i, j int) bool { return insts[i].ID < insts[j].ID })
+	in := &indom{insts: insts, ids: make(map[int32]struct{}, len(insts))}
+	for k := range insts {
+		in.ids[insts[k].ID] = struct{}{}
+		insts[k].Labels = labels[insts[k].ID]
+	}
+	md.indoms[id] = in
+}
+
+// decodeInstances decodes an INSTANCE PDU.
+func decodeInstances(p pdu, peer string) ([]source.Instance, error) {
+	d := newDecoder(p, peer)
+	d.u32() // indom: pmcd's DSO agents echo it in host order; ignored as libpcp does
+	n := d.count(8, "numinst")
+	insts := make([]source.Instance, 0, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		id := d.i32()
+		l := d.count(1, "name length")
+		insts = append(insts, source.Instance{ID: id, Name: string(d.bytes(l, true))})
+	}
+	return insts, d.end()
+}
+
+// labelSet is one set of a LABEL PDU.
+type labelSet struct {
+	inst   int32
+	labels semantics.LabelSet
+}
+
+// decodeLabels decodes a LABEL PDU: its sets with their JSON text checked
+// against their index.
+func decodeLabels(p pdu, peer string) ([]labelSet, error) {
+	d := newDecoder(p, peer)
+	d.u32() // ident
+	d.u32() // type
+	d.u32() // padding
+	n := d.count(16, "nsets")
+	sets := make([]labelSet, 0, n)
+	var idx []semantics.LabelIndex
+	jsonEnd := 0
+	for i := 0; i < n && d.err == nil; i++ {
+		at := d.pos
+		inst := d.i32()
+		nl := d.i32()
+		off := int(d.u32())
+		jl := int(d.u32())
+		if d.err != nil {
+			break
+		}
+		if nl < 0 {
+			sets = append(sets, labelSet{inst: inst}) // an error code for this set
+			continue
+		}
+		if int(nl) > (len(d.b)-d.pos)/8 {
+			d.fail(at+4, "nlabels %d does not fit in the PDU", nl)
+			break
+		}
+		// pmcd concatenates the sets' JSON texts and lays each set's
+		// labels out in order: anything else is refused, which also
+		// bounds the checking to one pass over the PDU
+		if jl > 0 && off < jsonEnd || jl < 0 || off < 0 || off > len(d.b) || jl > len(d.b)-off {
+			d.fail(at+8, "JSON at %d of %d bytes outside the %d-byte PDU or before the previous set's", off, jl, len(d.b))
+			break
+		}
+		jsonEnd = max(jsonEnd, off+jl)
+		idx = idx[:0]
+		spanEnd := 0
+		for k := 0; k < int(nl) && d.err == nil; k++ {
+			a, b := d.u32(), d.u32()
+			l := semantics.LabelIndex{Name: uint16(a >> 16), NameLen: uint8(a >> 8), Flags: uint8(a), Value: uint16(b >> 16), ValueLen: uint16(b)}
+			if int(l.Name) < spanEnd || int(l.Value) < int(l.Name)+int(l.NameLen) {
+				d.fail(d.pos-8, "label %d of set %d overlaps the one before", k, i)
+			}
+			spanEnd = int(l.Value) + int(l.ValueLen)
+			idx = append(idx, l)
+		}
+		if d.err != nil {
+			break
+		}
+		ls, err := semantics.LabelSetFromJSONB(d.b[off:off+jl], idx)
+		if err != nil {
+			d.fail(at, "label set %d: %v", i, err)
+			break
+		}
+		sets = append(sets, labelSet{inst: inst, labels: ls})
+	}
+	return sets, d.err
+}
