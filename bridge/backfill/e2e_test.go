@@ -218,6 +218,43 @@ func TestRawIntoTSDBBlocks(t *testing.T) {
 	}
 }
 
+// TestLabelsIntoTSDBBlocks backfills with extra labels (backfill --label)
+// into TSDB blocks and reads them back from a real Prometheus: every
+// series carries them, and the samples Prometheus holds are exactly those
+// written (libpcp's records).
+func TestLabelsIntoTSDBBlocks(t *testing.T) {
+	e2e.Require(t, "prometheus")
+	rel := "indoms/indoms"
+	a := openArchive(t, rel)
+	dir := t.TempDir()
+	sink := NewTSDBSink(dir, nil)
+	extra := labelPairs("instance", "host:9100", "job", "pcp")
+	st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}, Labels: extra}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	base := e2e.StartPrometheus(t, "global: {}\n", dir)
+	at := st.Last.Add(time.Second)
+	series := 0
+	for _, s := range e2e.PromQuery(t, base, `{__name__=~".+"}[100y]`, at) {
+		series++
+		if s.Metric["job"] != "pcp" || s.Metric["instance"] != "host:9100" {
+			t.Errorf("series without the labels: %v", s.Metric)
+		}
+	}
+	if series != st.Series || series == 0 {
+		t.Errorf("Prometheus holds %d series, %d written", series, st.Series)
+	}
+	got := storedRaw(t, base, promNames(t, a), at)
+	compareSets(t, rel, expectedRaw(t, a, rel), got)
+	if int64(len(got)) != st.Written {
+		t.Errorf("written %d, Prometheus holds %d samples", st.Written, len(got))
+	}
+}
+
 // TestOpenMetricsThroughPromtool writes an OpenMetrics file, has promtool
 // turn it into blocks and checks them the same way.
 func TestOpenMetricsThroughPromtool(t *testing.T) {

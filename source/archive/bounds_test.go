@@ -331,11 +331,12 @@ func textRecord(pmid uint32, body int) []byte {
 // TestCompressedBombs opens archives whose compressed .meta or .index
 // expands to 100 MiB or a GiB from a file of kilobytes: zeros after the real
 // records of a .meta.xz (refused at the first zero record, having
-// decompressed one window), valid help records repeated in a .meta.xz, and
-// zeros in a .index.zst (both refused once they expand past 64 MiB, the
-// cap for files under 256 KiB). The error names the file and offset; the
-// peak heap (live objects and garbage not yet collected) stays within 3
-// times the cap for the .index (read whole, then decoded), and for the
+// decompressed one window), valid help records repeated in a .meta.xz
+// (refused past 64 MiB, the cap for a .meta under 256 KiB), and zeros in
+// a .index.zst (refused past 64 times its 240 KB). The error names the
+// file and offset; the peak heap (live objects and garbage not yet
+// collected) stays within 4 times the cap for the .index (read whole,
+// then decoded into entries of 2.4 times their size), and for the
 // .meta 64 MiB when it fails early (a window, the decompressor's
 // dictionary, the metadata) or twice the cap when it decodes up to it
 // (the help strings replaced record after record, garbage until the
@@ -365,10 +366,10 @@ func TestCompressedBombs(t *testing.T) {
 			rec := textRecord(uint32(semantics.NewPMID(245, 0, 1)), 1000)
 			repeatStream(t, path, bytes.Repeat(rec, mib/len(rec)), 100, xzWriter)
 			prependStream(t, path, realMeta, xzWriter)
-		}, "refused as a decompression bomb", 2 * minExpandedCap},
+		}, "refused as a decompression bomb", 2 * metaExpandedMin},
 		{"index-zeros", ".index.zst", func(path string) {
 			repeatStream(t, path, append(realIndex, make([]byte, mib)...), 1024, zstdWriter)
-		}, "refused as a decompression bomb", 3 * minExpandedCap},
+		}, "refused as a decompression bomb", 4 * indexExpansion * 240 << 10},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -194,13 +194,17 @@ func openStream(path string) (*stream, error) {
 
 func (s *stream) Close() error { return s.close() }
 
-// A compressed .meta or .index may expand to at most maxExpansion times
-// its compressed size, and at least to minExpandedCap bytes: more is
-// refused as a decompression bomb. Real archives stay far below (PCP QA's
-// pcp-pidstat.meta, repeated instance domains: 69 times with xz -9e).
+// A compressed .meta may expand to at most metaExpansion times its
+// compressed size, and at least to metaExpandedMin bytes; a compressed
+// .index to indexExpansion times, at least indexExpandedMin. More is
+// refused as a decompression bomb. Real archives stay far below: PCP QA's
+// .meta files compress 5 to 69 times with xz -9e (pcp-pidstat.meta,
+// repeated instance domains), their .index files 2 to 3 times.
 const (
-	maxExpansion   = 256
-	minExpandedCap = 64 << 20
+	metaExpansion    = 256
+	metaExpandedMin  = 64 << 20
+	indexExpansion   = 64
+	indexExpandedMin = 4 << 20
 )
 
 // cappedReader reads a decompressed stream, failing with a FormatError
@@ -211,6 +215,7 @@ type cappedReader struct {
 	n     int64 // bytes read
 	limit int64
 	comp  int64 // compressed size
+	times int64 // the expansion allowed
 }
 
 func (c *cappedReader) Read(p []byte) (int, error) {
@@ -220,7 +225,7 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	k, err := c.r.Read(p)
 	c.n += int64(k)
 	if c.n > c.limit {
-		return k, &FormatError{File: c.path, Off: c.limit, Msg: fmt.Sprintf("decompresses to more than %d bytes (%d times its %d compressed bytes): refused as a decompression bomb (decompress it by hand to read it)", c.limit, maxExpansion, c.comp)}
+		return k, &FormatError{File: c.path, Off: c.limit, Msg: fmt.Sprintf("decompresses to more than %d bytes (%d times its %d compressed bytes): refused as a decompression bomb (decompress it by hand to read it)", c.limit, c.times, c.comp)}
 	}
 	if err != nil && err != io.EOF {
 		// a compressed stream cut short or corrupt: where its data ends
@@ -229,8 +234,9 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// openCapped opens a compressed file for reading, its expansion capped.
-func openCapped(path string) (*stream, *cappedReader, error) {
+// openCapped opens a compressed file for reading, its expansion capped to
+// times its size, and at least to floor bytes.
+func openCapped(path string, times, floor int64) (*stream, *cappedReader, error) {
 	s, err := openStream(path)
 	if err != nil {
 		return nil, nil, err
@@ -240,20 +246,20 @@ func openCapped(path string) (*stream, *cappedReader, error) {
 		s.Close()
 		return nil, nil, err
 	}
-	c := &cappedReader{r: s.r, path: path, comp: fi.Size(), limit: max(minExpandedCap, maxExpansion*fi.Size())}
+	c := &cappedReader{r: s.r, path: path, comp: fi.Size(), times: times, limit: max(floor, times*fi.Size())}
 	return s, c, nil
 }
 
 // readAll reads a whole (small) file: .index, and a plain .meta. The
 // allocation is bounded by the data actually present, and for a
-// compressed file by its size times maxExpansion.
+// compressed .index by its size times indexExpansion.
 func readAll(path string) ([]byte, error) {
 	if compressionOf(path) == "" {
 		// a buffer sized by the file, filled without regrowing; the
 		// error names the file
 		return os.ReadFile(path)
 	}
-	s, c, err := openCapped(path)
+	s, c, err := openCapped(path, indexExpansion, indexExpandedMin)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +274,7 @@ const metaWindow = 256 << 10
 // window at a time: memory holds the metadata and one window (or the
 // longest record), never the whole decompressed file.
 func readCompressedMeta(path string) (Label, *meta, error) {
-	s, c, err := openCapped(path)
+	s, c, err := openCapped(path, metaExpansion, metaExpandedMin)
 	if err != nil {
 		return Label{}, nil, err
 	}
