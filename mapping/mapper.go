@@ -264,6 +264,14 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 	case d.Type == semantics.TypeString:
 		f.Type = Info
 		f.UCUM = ""
+		if !renamed {
+			// a string has no unit: PCP's trailing _s means "as a
+			// string" (proc.psinfo.blocked_s), which promtool's lint
+			// would read as seconds once _info follows
+			if base, ok := strings.CutSuffix(name, "_s"); ok && base != "" {
+				name = base + "_string"
+			}
+		}
 		f.OMName = strings.TrimSuffix(name, "_info")
 		f.Name = f.OMName + "_info"
 		return f, ""

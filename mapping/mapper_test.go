@@ -56,6 +56,9 @@ func TestFamilyNames(t *testing.T) {
 		{pcp: "i64.x10", d: desc(semantics.Type64, semantics.SemCounter, semantics.Units{DimCount: 1, ScaleCount: 3}), name: "i64_x10_total", om: "i64_x10", typ: Counter, scale: 1000},
 		{pcp: "kernel.uname.release", d: desc(semantics.TypeString, semantics.SemDiscrete, semantics.Units{}), name: "kernel_uname_release_info", om: "kernel_uname_release", typ: Info, scale: 1},
 		{pcp: "app.build_info", d: desc(semantics.TypeString, semantics.SemDiscrete, semantics.Units{}), name: "app_build_info", om: "app_build", typ: Info, scale: 1},
+		// promtool lint: PCP's trailing _s of a string ("as a string":
+		// proc.psinfo.blocked_s, pminfo -d: string, no units) is not seconds
+		{pcp: "proc.psinfo.blocked_s", d: desc(semantics.TypeString, semantics.SemInstant, semantics.Units{}), name: "proc_psinfo_blocked_string_info", om: "proc_psinfo_blocked_string", typ: Info, scale: 1},
 		{pcp: "mmv.app.elapsed", d: desc(semantics.Type64, semantics.SemCounter, usec), name: "mmv_app_elapsed_seconds_total", om: "mmv_app_elapsed_seconds", typ: Counter, unit: "seconds", scale: 1e-6},
 		// promtool lint: no type word in the name.
 		{pcp: "mmv.corpusv3.stats.labelled.counter", d: desc(semantics.TypeU32, semantics.SemCounter, count), name: "mmv_corpusv3_stats_labelled_total", om: "mmv_corpusv3_stats_labelled", typ: Counter, scale: 1},

@@ -629,3 +629,29 @@ func TestDerivedOverPMCD(t *testing.T) {
 		t.Errorf("fetch said %q, want a row ending %q (pminfo hinv.ncpu %d)", out, want, n)
 	}
 }
+
+// TestServePMCDLintsClean: a scrape of every metric the local pmcd serves,
+// default naming, is clean for promtool's lint (issue 25: real host data,
+// not only the corpus): names, suffixes, help, no abbreviated units.
+func TestServePMCDLintsClean(t *testing.T) {
+	localPMCD(t, "local:")
+	promtool := e2e.Require(t, "promtool")[0]
+	client := &http.Client{Timeout: 60 * time.Second}
+	addr := e2e.FreeAddr(t)
+	startExporter(t, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--pmcd=local:")
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "\nkernel_all_load{") {
+		t.Fatalf("no kernel_all_load in the scrape:\n%.1000s", body)
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics on %d bytes of the local pmcd's metrics: %v\n%s", len(body), err, out)
+	}
+}
