@@ -66,6 +66,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"serve", "--web.max-requests=-3"}, "--web.max-requests=-3"},
 		{[]string{"serve", "--otlp.interval=0s", "--archive=" + arch}, "--otlp.interval=0s: want a positive duration"},
 		{[]string{"serve", "--replay.start=yesterday", "--archive=" + arch}, `--replay.start="yesterday"`},
+		{[]string{"serve", "--replay.start=+1000h", "--archive=" + arch}, "--replay.start 2024-02-11T16:00:10Z is after the end of the archives"},
+		{[]string{"serve", "--replay.start=2001-01-01T00:00:00Z", "--archive=" + arch}, "--replay.start 2001-01-01T00:00:00Z is before the start of the archives"},
 		{[]string{"replay", "--samples=-1", arch}, "--samples=-1"},
 		{[]string{"replay", "--interval=0s", arch}, "--interval=0s: want a positive duration"},
 		{[]string{"replay", "--interval=1ns", arch}, "--interval=1ns: "},

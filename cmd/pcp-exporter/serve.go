@@ -234,6 +234,13 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 		if err != nil {
 			return fail(err)
 		}
+		end, err := rp.End()
+		if err != nil {
+			return fail(err)
+		}
+		if err := checkWindow(start, time.Time{}, rp.Start(), end, "replay.start", ""); err != nil {
+			return fail(err)
+		}
 		clock := &bridge.ReplayClock{Start: start, Speed: f.replaySpeed, Loop: loop, End: rp.End}
 		// derived metrics outermost, where a reload finds and replaces them
 		src, err := f.derived.wrap(clock.Watch(rp), logger)
