@@ -44,9 +44,9 @@ var ErrBackwards = errors.New("replay: time went backwards")
 // that is still being written is re-read when a fetch passes its end.
 // Fetching a time earlier than the previous one restarts from the start.
 //
-// While fetches are a few records apart or less, a goroutine reads and
-// decodes the records ahead. Further apart (sparseRun), plain volumes are
-// read sparsely: a run of records before the fetch time whose last record
+// While fetches are a few records apart or less, every record is read and
+// decoded, through the volume readers' windows. Further apart (sparseRun),
+// plain volumes are read sparsely: a run of records before the fetch time whose last record
 // holds every instance in the result is passed over unread but for that
 // record, its records' framing checked (length, trailer, time order, no
 // <mark>) and their value sets not decoded (see Reader.skipRun).
@@ -424,8 +424,8 @@ func hashWalkOrder(list []int32) []int32 {
 	return out
 }
 
-// followed is follows as of now, for the prefetching reader's goroutine
-// (the metrics followed change only with a reset, which starts a new feed).
+// followed is follows as of now, for the feed's readers (the metrics
+// followed change only with a reset, which starts a new feed).
 func (r *Replay) followed() func(semantics.PMID) bool {
 	set := make(map[semantics.PMID]bool, len(r.pms))
 	for p, pm := range r.pms {
@@ -630,7 +630,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 }
 
 // failed returns a fetch's error; a first fetch's failure forgets its
-// attempt (the feed, with its goroutines, and the bounds), so that the next
+// attempt (the feed and the bounds), so that the next
 // fetch positions anew, as a failed positioning does.
 func (r *Replay) failed(err error) error {
 	if !r.fetched {
@@ -687,22 +687,15 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 // successor returns the value sets of the record that roll applies right
 // after w, when w is before tReq and that record is another record of
 // values at or before tReq, not earlier than w (nil otherwise, or when it
-// is not read yet); see updateBounds for why w's sets that it repeats can
+// is not in the window); see updateBounds for why w's sets that it repeats can
 // be skipped.
 func (r *Replay) successor(w *winRec, direct bool, tReq float64) []source.ValueSet {
 	if w.mark || w.t >= tReq || r.applyAll {
 		return nil
 	}
-	switch {
-	case !direct && len(r.win) > 1:
+	if !direct && len(r.win) > 1 {
 		if n := r.win[1]; !n.mark && n.t <= tReq && n.t >= w.t {
 			return n.sets
-		}
-	case direct || len(r.win) == 1:
-		if rec := r.feed.peek(); rec != nil && !rec.Mark {
-			if t := r.secs(rec.Time); t <= tReq && t >= w.t {
-				return rec.Sets
-			}
 		}
 	}
 	return nil
@@ -713,8 +706,7 @@ func (r *Replay) successor(w *winRec, direct bool, tReq float64) []source.ValueS
 // position over sparseRun records or more and the last of them held every
 // instance in the result (see lastSupplied), dense when it moved over one
 // at most, or when it read sparsely and its runs were refused and none
-// accepted (reading sparsely then reads every record, without the
-// goroutine). After such a fetch, sparse reading waits for a number of
+// accepted (reading sparsely then reads every record, one read each). After such a fetch, sparse reading waits for a number of
 // fetches, doubled at each refusal up to 64, reset by a run accepted.
 func (r *Replay) pace() {
 	moved, passed, refused := r.moved, r.passed-r.passedBefore, r.refused-r.refusedBefore
@@ -768,8 +760,8 @@ func (r *Replay) lastSupplied() bool {
 
 // sparseRun is the number of records a fetch must move the position over
 // for the following fetches to read sparsely (see front): then most
-// records are passed over unread, and reading them one by one, without the
-// prefetching goroutine, costs less than decoding them all ahead.
+// records are passed over unread, and reading them one by one costs less
+// than decoding them all.
 const sparseRun = 4
 
 // supplies reports whether rec, the last record of a run of records at the
@@ -867,12 +859,7 @@ func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
 		if lead != nil {
 			after, minRun = lead.t, 1
 		}
-		// the next fetch, at the same step, for the walker to read ahead
-		tNext := math.NaN()
-		if r.fetched && tReq > r.lastReq {
-			tNext = tReq + (tReq - r.lastReq)
-		}
-		n, tFirst, res, err := r.feed.skipRun(r.secsFn, tReq, after, tNext, minRun, r.suppliesFn)
+		n, tFirst, res, err := r.feed.skipRun(r.secsFn, tReq, after, minRun, r.suppliesFn)
 		if err != nil {
 			return nil, false, err
 		}
@@ -1401,10 +1388,8 @@ type feed struct {
 	started  bool
 	last     time.Time
 	mark     Record
-	out      *recBuf   // where the readers decode (nil: their own buffer)
-	pf       *prefetch // reading ahead in a goroutine (see prefetch)
-	// sparse: no prefetching; plain volumes are read record by record, so
-	// that runs of records can be passed over (see Replay.front)
+	// sparse: plain volumes are read record by record, so that runs of
+	// records can be passed over (see Replay.front)
 	sparse bool
 	// the last record next returned: archive, volume (-1: a synthesized
 	// mark), offset and time
@@ -1482,29 +1467,19 @@ func (f *feed) seekPos(ai, vol int, off int64, t time.Time) {
 // call; at the end, ok is false and a later call tries again (the archive
 // may grow).
 func (f *feed) next() (*Record, int, bool, error) {
-	var rec *Record
-	var ai int
-	var ok bool
-	var err error
-	if f.pf != nil {
-		rec, ai, ok, err = f.pf.next()
-	} else {
-		rec, ai, ok, err = f.read()
-	}
+	rec, ai, ok, err := f.read()
 	if ok {
 		f.lastAi, f.lastVol, f.lastOff, f.lastTime, f.delivered = ai, rec.Vol, rec.Off, rec.Time, true
 	}
 	return rec, ai, ok, err
 }
 
-// goSparse stops the prefetching goroutine and reads on without one, record
-// by record, from the record after the last one next returned.
+// goSparse reads on record by record, from the record after the last one
+// next returned.
 func (f *feed) goSparse() bool {
-	if f.sparse || f.pf == nil || f.pf.err != nil || !f.delivered || !f.plainAt(f.lastAi, f.lastVol) {
+	if f.sparse || !f.delivered || !f.plainAt(f.lastAi, f.lastVol) || (f.r != nil && f.r.err != nil) {
 		return false
 	}
-	f.pf.stop()
-	f.pf, f.out = nil, nil // the slots were the goroutine's
 	if f.r != nil {
 		f.r.Close()
 	}
@@ -1515,7 +1490,7 @@ func (f *feed) goSparse() bool {
 
 // plainAt reports whether volume vol of archive ai is a plain file: sparse
 // reading passes over records of plain volumes only (a compressed one is
-// read whole, and better ahead in the goroutine).
+// read whole).
 func (f *feed) plainAt(ai, vol int) bool {
 	for _, v := range f.archives[ai].state().vols {
 		if v.num == vol {
@@ -1525,38 +1500,28 @@ func (f *feed) plainAt(ai, vol int) bool {
 	return false
 }
 
-// goDense starts the prefetching goroutine at the feed's position (the
-// record after the last one next returned): the fetches use most records.
+// goDense reads on through the volume readers' windows from the feed's
+// position (the record after the last one next returned): the fetches use
+// most records.
 func (f *feed) goDense() bool {
-	if !f.sparse || f.pf != nil {
+	if !f.sparse {
 		return false
 	}
 	f.sparse = false
 	if f.r != nil {
 		f.r.setSparse(false)
 	}
-	f.pf = startPrefetch(f)
 	return true
 }
 
 // skipRun passes over the records of a run at the position that applying
 // the run's last record alone makes superseded (see Reader.skipRun),
 // returning how many; only a sparse feed does.
-func (f *feed) skipRun(secs func(time.Time) float64, tReq, after, tNext float64, minRun int, ok func(*Record) bool) (int, float64, runResult, error) {
-	if !f.sparse || f.pf != nil || f.r == nil {
+func (f *feed) skipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*Record) bool) (int, float64, runResult, error) {
+	if !f.sparse || f.r == nil {
 		return 0, 0, runNone, nil
 	}
-	f.r.out = f.out // where read decodes the record Next returns
-	return f.r.skipRun(secs, tReq, after, tNext, minRun, ok)
-}
-
-// peek returns the record the following next will return, nil if it is
-// not known without reading it (no prefetching goroutine) or there is none.
-func (f *feed) peek() *Record {
-	if f.pf != nil {
-		return f.pf.peek()
-	}
-	return nil
+	return f.r.skipRun(secs, tReq, after, minRun, ok)
 }
 
 func (f *feed) read() (*Record, int, bool, error) {
@@ -1565,7 +1530,6 @@ func (f *feed) read() (*Record, int, bool, error) {
 		f.started = true
 	}
 	for {
-		f.r.out = f.out
 		if f.r.Next() {
 			rec := f.r.Record()
 			f.last = rec.Time
@@ -1588,10 +1552,6 @@ func (f *feed) read() (*Record, int, bool, error) {
 }
 
 func (f *feed) close() {
-	if f.pf != nil {
-		f.pf.stop()
-		f.pf = nil
-	}
 	if f.r != nil {
 		f.r.Close()
 		f.r = nil

@@ -507,8 +507,8 @@ func TestReplaySupersededJumbled(t *testing.T) {
 
 // TestReplaySmallReadBuffer replays every corpus answer with a volume read
 // buffer of 256 bytes, which the reader compacts and refills all the time:
-// the records the prefetching reader hands over (strings included) must
-// not change under the replay.
+// the records the reader hands over (strings included) must not change
+// under the replay.
 func TestReplaySmallReadBuffer(t *testing.T) {
 	defer func(n int) { minWindow = n }(minWindow)
 	minWindow = 256

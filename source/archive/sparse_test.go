@@ -86,8 +86,7 @@ func sparseTimelines(t *testing.T) (names []string, sets, clean [][]*Archive) {
 // records, and answers exactly as applying every record does. Each
 // timeline is replayed at regular steps of 2.5 to 23 times its usual
 // record spacing from two offsets, and with steps changing between dense
-// and sparse ones (the reading switches between the prefetching goroutine
-// and sparse reading), over every metric and over the metrics that have
+// and sparse ones (the reading switches between dense and sparse reading), over every metric and over the metrics that have
 // values in most records (whose runs are the ones passed over).
 //
 // Without PCPX_LONG_TESTS each timeline replays a third of the schedules,
@@ -98,13 +97,9 @@ func TestReplaySparse(t *testing.T) {
 		sparseEvery = 1
 	}
 	names, sets, clean := sparseTimelines(t)
-	// walkers a few records ahead: the batches' ends are met often, and a
-	// walker not stopped stays blocked (the archives are small)
-	defer func(n int) { walkBatch = n }(walkBatch)
-	walkBatch = 3
 	g0 := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(7))
-	refused0, taken0 := runsRefused.Load(), aheadTaken.Load()
+	refused0 := runsRefused.Load()
 	var passed, switches, cases, sparseTimelines int
 	for ti, as := range sets {
 		var recTimes []time.Time
@@ -206,12 +201,9 @@ func TestReplaySparse(t *testing.T) {
 			sparseTimelines++
 		}
 	}
-	refused, taken := runsRefused.Load()-refused0, aheadTaken.Load()-taken0
-	t.Logf("%d cases over %d timelines: %d records passed over (in %d timelines), %d runs refused, %d runs' last records read ahead, %d switches between dense and sparse reading",
-		cases, len(sets), passed, sparseTimelines, refused, taken, switches)
-	if taken == 0 {
-		t.Error("no run's last records were read ahead by the walker")
-	}
+	refused := runsRefused.Load() - refused0
+	t.Logf("%d cases over %d timelines: %d records passed over (in %d timelines), %d runs refused, %d switches between dense and sparse reading",
+		cases, len(sets), passed, sparseTimelines, refused, switches)
 	if sparseTimelines < len(sets)/2 {
 		t.Errorf("records were passed over in only %d timelines of %d", sparseTimelines, len(sets))
 	}
@@ -221,7 +213,7 @@ func TestReplaySparse(t *testing.T) {
 	if switches == 0 {
 		t.Error("the reading never switched between dense and sparse")
 	}
-	// every replay closed: no walker or prefetching goroutine left
+	// replays start no goroutine
 	deadline := time.Now().Add(2 * time.Second)
 	for runtime.NumGoroutine() > g0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -370,7 +362,6 @@ func TestReplaySparseGrowing(t *testing.T) {
 		t.Fatal(err)
 	}
 	passed, switches := 0, 0
-	taken0 := aheadTaken.Load()
 	for seed := int64(0); seed < 40; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		var cuts []int // the volume's size after each growth
@@ -424,48 +415,8 @@ func TestReplaySparseGrowing(t *testing.T) {
 			t.Errorf("seed %d (volume grown to %v bytes, steps of 1 to %d records): the answers differ from reading every record:%s", seed, cuts, stepMax, d)
 		}
 	}
-	taken := aheadTaken.Load() - taken0
-	t.Logf("40 growing archives: %d records passed over, %d runs' last records read ahead, %d switches between dense and sparse reading", passed, taken, switches)
-	// (runs read ahead are logged, not required: with few fetches per
-	// growth their number depends on the walker's timing, 11 to 46 here)
+	t.Logf("40 growing archives: %d records passed over, %d switches between dense and sparse reading", passed, switches)
 	if passed == 0 || switches == 0 {
 		t.Error("no record passed over, or no switch: the test misses its purpose")
 	}
-}
-
-// TestWalkerHead: a head that sparse reading reads itself when the walk is
-// behind (walker.head) is the walk's own, record after record, for every
-// plain volume of the sparse timelines, framing-broken copies included.
-func TestWalkerHead(t *testing.T) {
-	_, sets, _ := sparseTimelines(t)
-	heads := 0
-	for _, as := range sets {
-		for _, a := range as {
-			hl := a.Records().hdrSize
-			for _, vf := range a.state().vols {
-				if compressionOf(vf.path) != "" {
-					continue
-				}
-				f, err := os.Open(vf.path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				w := startWalker(f, hl, int64(labelSize(a.Label().Version)), func([]byte) float64 { return 0 })
-				for b := range w.batches {
-					for _, e := range b {
-						if got := w.head(e.off); got != e {
-							t.Errorf("%s at %d: head read alone %+v, walked %+v", vf.path, e.off, got, e)
-						}
-						heads++
-					}
-				}
-				w.stop()
-				f.Close()
-			}
-		}
-	}
-	if heads < 1000 {
-		t.Errorf("only %d heads compared", heads)
-	}
-	t.Logf("%d heads compared", heads)
 }
