@@ -11,12 +11,13 @@
 // Record and its slices are reused and string or aggregate values alias the
 // reader's buffer until the next call to Next.
 //
-// Replay answers values at arbitrary times with libpcp's interpolation,
-// without goroutines. It decodes every record it reads, except when its
-// fetches are several records apart: plain volumes are then read sparsely,
-// and a run of records whose last one holds every instance in the result
-// is passed over with only its framing checked (lengths, trailers, time
-// order, no <mark>); see Replay and Reader.skipRun.
+// Replay answers values at arbitrary times with libpcp's interpolation. It
+// decodes every record it reads, ahead in one goroutine (see prefetch),
+// except when its fetches are several records apart: plain volumes are
+// then read sparsely, without a goroutine, and a run of records whose last
+// one holds every instance in the result is passed over with only its
+// framing checked (lengths, trailers, time order, no <mark>); see Replay
+// and Reader.skipRun.
 //
 // Corrupt input gives a *FormatError naming the file and the byte offset;
 // a truncated last record (a writer still at work) ends iteration cleanly.

@@ -17,8 +17,10 @@ type feed struct {
 	started  bool
 	last     time.Time
 	mark     Record
-	// sparse: plain volumes are read record by record, so that runs of
-	// records can be passed over (see Replay.front)
+	out      *recBuf   // where the readers decode (nil: their own buffer)
+	pf       *prefetch // reading ahead in a goroutine (see prefetch)
+	// sparse: no prefetching; plain volumes are read record by record, so
+	// that runs of records can be passed over (see Replay.front)
 	sparse bool
 	// the last record next returned: archive, volume (-1: a synthesized
 	// mark), offset and time
@@ -96,19 +98,29 @@ func (f *feed) seekPos(ai, vol int, off int64, t time.Time) {
 // call; at the end, ok is false and a later call tries again (the archive
 // may grow).
 func (f *feed) next() (*Record, int, bool, error) {
-	rec, ai, ok, err := f.read()
+	var rec *Record
+	var ai int
+	var ok bool
+	var err error
+	if f.pf != nil {
+		rec, ai, ok, err = f.pf.next()
+	} else {
+		rec, ai, ok, err = f.read()
+	}
 	if ok {
 		f.lastAi, f.lastVol, f.lastOff, f.lastTime, f.delivered = ai, rec.Vol, rec.Off, rec.Time, true
 	}
 	return rec, ai, ok, err
 }
 
-// goSparse reads on record by record, from the record after the last one
-// next returned.
+// goSparse stops the prefetching goroutine and reads on without one, record
+// by record, from the record after the last one next returned.
 func (f *feed) goSparse() bool {
-	if f.sparse || !f.delivered || !f.plainAt(f.lastAi, f.lastVol) || (f.r != nil && f.r.err != nil) {
+	if f.sparse || f.pf == nil || f.pf.err != nil || !f.delivered || !f.plainAt(f.lastAi, f.lastVol) {
 		return false
 	}
+	f.pf.stop()
+	f.pf, f.out = nil, nil // the slots were the goroutine's
 	if f.r != nil {
 		f.r.Close()
 	}
@@ -119,7 +131,7 @@ func (f *feed) goSparse() bool {
 
 // plainAt reports whether volume vol of archive ai is a plain file: sparse
 // reading passes over records of plain volumes only (a compressed one is
-// read whole).
+// read whole, and better ahead in the goroutine).
 func (f *feed) plainAt(ai, vol int) bool {
 	for _, v := range f.archives[ai].state().vols {
 		if v.num == vol {
@@ -129,17 +141,17 @@ func (f *feed) plainAt(ai, vol int) bool {
 	return false
 }
 
-// goDense reads on through the volume readers' windows from the feed's
-// position (the record after the last one next returned): the fetches use
-// most records.
+// goDense starts the prefetching goroutine at the feed's position (the
+// record after the last one next returned): the fetches use most records.
 func (f *feed) goDense() bool {
-	if !f.sparse {
+	if !f.sparse || f.pf != nil {
 		return false
 	}
 	f.sparse = false
 	if f.r != nil {
 		f.r.setSparse(false)
 	}
+	f.pf = startPrefetch(f)
 	return true
 }
 
@@ -147,10 +159,20 @@ func (f *feed) goDense() bool {
 // the run's last record alone makes superseded (see Reader.skipRun),
 // returning how many; only a sparse feed does.
 func (f *feed) skipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*Record) bool) (int, float64, runResult, error) {
-	if !f.sparse || f.r == nil {
+	if !f.sparse || f.pf != nil || f.r == nil {
 		return 0, 0, runNone, nil
 	}
+	f.r.out = f.out // where read decodes the record Next returns
 	return f.r.skipRun(secs, tReq, after, minRun, ok)
+}
+
+// peek returns the record the following next will return, nil if it is
+// not known without reading it (no prefetching goroutine) or there is none.
+func (f *feed) peek() *Record {
+	if f.pf != nil {
+		return f.pf.peek()
+	}
+	return nil
 }
 
 func (f *feed) read() (*Record, int, bool, error) {
@@ -159,6 +181,7 @@ func (f *feed) read() (*Record, int, bool, error) {
 		f.started = true
 	}
 	for {
+		f.r.out = f.out
 		if f.r.Next() {
 			rec := f.r.Record()
 			f.last = rec.Time
@@ -181,6 +204,10 @@ func (f *feed) read() (*Record, int, bool, error) {
 }
 
 func (f *feed) close() {
+	if f.pf != nil {
+		f.pf.stop()
+		f.pf = nil
+	}
 	if f.r != nil {
 		f.r.Close()
 		f.r = nil

@@ -47,6 +47,9 @@ func (r *Replay) position(t time.Time, tReq float64) error {
 	}
 	hi := len(ents) - 1
 	r.feed.seekEntry(ai, ents[hi])
+	if !r.feed.sparse {
+		r.feed.pf = startPrefetch(r.feed)
+	}
 	r.trackMin, r.rollMin = true, math.Inf(1)
 	err := r.roll(tReq, nil)
 	r.trackMin = false
@@ -249,6 +252,9 @@ func (r *Replay) applyPrior(rec *Record, tThis float64, missing []*icp) {
 // t from its start up to tReq.
 func (r *Replay) scanFromStart(t time.Time, tReq float64) error {
 	r.feed.seek(t)
+	if !r.feed.sparse {
+		r.feed.pf = startPrefetch(r.feed)
+	}
 	r.trackMin, r.rollMin = true, math.Inf(1)
 	defer func() { r.trackMin = false }()
 	return r.roll(tReq, nil)

@@ -192,7 +192,7 @@ type Reader struct {
 	start   int64 // offset to seek to in the first volume opened
 	vol     *volReader
 	own     recBuf
-	out     *recBuf // where records are decoded (own)
+	out     *recBuf // where records are decoded: own, or a prefetch slot
 	types   []typeCache
 	errs    map[int32]error
 	err     error
@@ -335,6 +335,9 @@ func (r *Reader) read() (bool, error) {
 	v.off += int64(n)
 	if err := r.decode(rec, off); err != nil {
 		return false, err
+	}
+	if r.out != &r.own {
+		r.out.detach() // kept beyond the next read (a prefetch slot)
 	}
 	return true, nil
 }

@@ -40,9 +40,9 @@ var ErrBackwards = errors.New("replay: time went backwards")
 // that is still being written is re-read when a fetch passes its end.
 // Fetching a time earlier than the previous one restarts from the start.
 //
-// While fetches are a few records apart or less, every record is read and
-// decoded, through the volume readers' windows. Further apart (sparseRun),
-// plain volumes are read sparsely: a run of records before the fetch time whose last record
+// While fetches are a few records apart or less, a goroutine reads and
+// decodes the records ahead (see prefetch), the replay's only one. Further
+// apart (sparseRun), plain volumes are read sparsely: a run of records before the fetch time whose last record
 // holds every instance in the result is passed over unread but for that
 // record, its records' framing checked (length, trailer, time order, no
 // <mark>) and their value sets not decoded (see Reader.skipRun).
@@ -364,8 +364,8 @@ func hashWalkOrder(list []int32) []int32 {
 	return out
 }
 
-// followed is follows as of now, for the feed's readers (the metrics
-// followed change only with a reset, which starts a new feed).
+// followed is follows as of now, for the prefetching reader's goroutine
+// (the metrics followed change only with a reset, which starts a new feed).
 func (r *Replay) followed() func(semantics.PMID) bool {
 	set := make(map[semantics.PMID]bool, len(r.pms))
 	for p, pm := range r.pms {
@@ -570,7 +570,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 }
 
 // failed returns a fetch's error; a first fetch's failure forgets its
-// attempt (the feed and the bounds), so that the next
+// attempt (the feed, with its goroutine, and the bounds), so that the next
 // fetch positions anew, as a failed positioning does.
 func (r *Replay) failed(err error) error {
 	if !r.fetched {

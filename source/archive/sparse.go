@@ -11,9 +11,9 @@ import (
 // position over sparseRun records or more and the last of them held every
 // instance in the result (see lastSupplied), dense when it moved over one
 // at most, or when it read sparsely and its runs were refused and none
-// accepted (reading sparsely then reads every record, one read each).
-// After such a fetch, sparse reading waits for a number of fetches,
-// doubled at each refusal up to 64, reset by a run accepted.
+// accepted (reading sparsely then reads every record, without the
+// goroutine). After such a fetch, sparse reading waits for a number of
+// fetches, doubled at each refusal up to 64, reset by a run accepted.
 func (r *Replay) pace() {
 	moved, passed, refused := r.moved, r.passed-r.passedBefore, r.refused-r.refusedBefore
 	r.moved, r.passedBefore, r.refusedBefore = 0, r.passed, r.refused
@@ -66,8 +66,8 @@ func (r *Replay) lastSupplied() bool {
 
 // sparseRun is the number of records a fetch must move the position over
 // for the following fetches to read sparsely (see front): then most
-// records are passed over unread, and reading them one by one costs less
-// than decoding them all.
+// records are passed over unread, and reading them one by one, without the
+// prefetching goroutine, costs less than decoding them all ahead.
 const sparseRun = 4
 
 // supplies reports whether rec, the last record of a run of records at the

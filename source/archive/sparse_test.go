@@ -86,7 +86,8 @@ func sparseTimelines(t *testing.T) (names []string, sets, clean [][]*Archive) {
 // records, and answers exactly as applying every record does. Each
 // timeline is replayed at regular steps of 2.5 to 23 times its usual
 // record spacing from two offsets, and with steps changing between dense
-// and sparse ones (the reading switches between dense and sparse reading), over every metric and over the metrics that have
+// and sparse ones (the reading switches between the prefetching goroutine
+// and sparse reading), over every metric and over the metrics that have
 // values in most records (whose runs are the ones passed over).
 //
 // Without PCPX_LONG_TESTS each timeline replays a third of the schedules,
@@ -213,7 +214,7 @@ func TestReplaySparse(t *testing.T) {
 	if switches == 0 {
 		t.Error("the reading never switched between dense and sparse")
 	}
-	// replays start no goroutine
+	// every replay closed: no prefetching goroutine left
 	deadline := time.Now().Add(2 * time.Second)
 	for runtime.NumGoroutine() > g0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

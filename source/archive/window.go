@@ -116,15 +116,22 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 // successor returns the value sets of the record that roll applies right
 // after w, when w is before tReq and that record is another record of
 // values at or before tReq, not earlier than w (nil otherwise, or when it
-// is not in the window); see updateBounds for why w's sets that it repeats can
+// is not read yet); see updateBounds for why w's sets that it repeats can
 // be skipped.
 func (r *Replay) successor(w *winRec, direct bool, tReq float64) []source.ValueSet {
 	if w.mark || w.t >= tReq || r.applyAll {
 		return nil
 	}
-	if !direct && len(r.win) > 1 {
+	switch {
+	case !direct && len(r.win) > 1:
 		if n := r.win[1]; !n.mark && n.t <= tReq && n.t >= w.t {
 			return n.sets
+		}
+	case direct || len(r.win) == 1:
+		if rec := r.feed.peek(); rec != nil && !rec.Mark {
+			if t := r.secs(rec.Time); t <= tReq && t >= w.t {
+				return rec.Sets
+			}
 		}
 	}
 	return nil
