@@ -85,23 +85,16 @@ type Replay struct {
 	lastReq   float64
 	fetched   bool
 
-	applyAll   bool // tests: every record's value sets are applied (none passed over)
-	superseded int  // value sets skipped as superseded
-	// of which by searchForward moving the position
-	searchSuperseded int
-
 	// sparse reading (see pace): the records this fetch moved the position
 	// over (passed over included), the fetches since the positioning, the
 	// records passed over and the runs refused (and their counts as of the
 	// previous fetch), the fetches sparse reading waits for after refused
-	// runs, and switches between dense and sparse reading (tests)
+	// runs
 	moved                       int
 	fetches                     int
 	passed, refused             int
 	passedBefore, refusedBefore int
 	backoff, sparseWait         int
-	switches                    int
-	noSparse                    bool   // tests: never read sparsely
 	gen                         uint32 // supplies' mark
 	// the last record applied at the position (its time, a mark), and
 	// whether it held every instance in the result (see lastSupplied)
@@ -113,13 +106,27 @@ type Replay struct {
 	// earliest record time it applies in rollMin while trackMin is set
 	trackMin bool
 	rollMin  float64
-	// tests: fullScan positions from the archive's start, never from an
-	// index entry; positioned counts the records the positioning applied
-	// (or passed over: see front)
-	fullScan   bool
-	positioned int
-	restarts   int // positionings started over from the archive's start
+
+	test *replayTest // nil but in tests
 }
+
+// replayTest holds what tests set and count of a replay (Replay.test).
+type replayTest struct {
+	// applyAll: every record's value sets are applied (none passed over,
+	// none skipped as superseded); fullScan: the first fetch positions
+	// from the archive's start, never from an index entry
+	applyAll, fullScan bool
+	// value sets skipped as superseded, and of them by searchForward
+	// moving the position
+	superseded, searchSuperseded int
+	// switches between dense and sparse reading; records the positioning
+	// applied (or passed over: see front); positionings started over from
+	// the archive's start
+	switches, positioned, restarts int
+}
+
+// applyAll reports whether a test asked for every record to be applied.
+func (r *Replay) applyAll() bool { return r.test != nil && r.test.applyAll }
 
 // NewReplay replays archives (sorted by their start time) as one timeline.
 func NewReplay(archives []*Archive, opts ReplayOptions) (*Replay, error) {

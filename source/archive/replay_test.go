@@ -489,7 +489,7 @@ func TestReplaySupersededJumbled(t *testing.T) {
 				rp := newTestReplay(t, []*Archive{a}, ReplayOptions{Interp: rule, Window: window}, applyAll)
 				defer rp.Close()
 				rows := fetchRows(t, rp, times, pmids)
-				searchSkips += rp.searchSuperseded
+				searchSkips += rp.test.searchSuperseded
 				return rows
 			}
 			want, got := rows(true), rows(false)
@@ -547,10 +547,10 @@ func TestReplaySupersededSets(t *testing.T) {
 							t.Fatal(err)
 						}
 						defer rp.Close()
-						rp.applyAll = applyAll
+						rp.test = &replayTest{applyAll: applyAll}
 						got := replayRowsFrom(t, rp, iv, off, roots)
-						skipped += rp.superseded
-						searchSkipped += rp.searchSuperseded
+						skipped += rp.test.superseded
+						searchSkipped += rp.test.searchSuperseded
 						return got
 					}
 					want, got := rows(true), rows(false)

@@ -25,24 +25,31 @@ func (r *Replay) pace() {
 	case r.fetches < 2:
 	case r.feed.sparse && r.feed.delivered && !r.feed.plainAt(r.feed.lastAi, r.feed.lastVol):
 		if r.feed.goDense() { // a compressed volume: nothing to pass over
-			r.switches++
+			r.switched()
 		}
 	case r.feed.sparse && refused > 0 && passed == 0:
 		r.backoff = min(max(2*r.backoff, 4), 64)
 		r.sparseWait = r.backoff
 		if r.feed.goDense() {
-			r.switches++
+			r.switched()
 		}
 	case r.feed.sparse && passed > 0:
 		r.backoff = 0
-	case moved >= sparseRun && r.wouldPass && !r.noSparse && r.sparseWait == 0:
+	case moved >= sparseRun && r.wouldPass && r.sparseWait == 0:
 		if r.feed.goSparse() {
-			r.switches++
+			r.switched()
 		}
 	case moved <= 1:
 		if r.feed.goDense() {
-			r.switches++
+			r.switched()
 		}
+	}
+}
+
+// switched counts a switch between dense and sparse reading (tests).
+func (r *Replay) switched() {
+	if r.test != nil {
+		r.test.switches++
 	}
 }
 
@@ -146,7 +153,7 @@ func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
 			return lead, false, nil
 		}
 	}
-	if !r.applyAll {
+	if !r.applyAll() {
 		after, minRun := math.Inf(-1), 2
 		if lead != nil {
 			after, minRun = lead.t, 1
@@ -168,7 +175,9 @@ func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
 			// the records passed over count as applied (their times never
 			// go back, from tFirst)
 			r.rollMin = min(r.rollMin, tFirst)
-			r.positioned += n
+			if r.test != nil {
+				r.test.positioned += n
+			}
 		}
 	}
 	if len(r.win) > 0 {

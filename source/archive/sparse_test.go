@@ -232,7 +232,7 @@ func sparseRows(t *testing.T, as []*Archive, rule semantics.InterpRule, ts []tim
 	t.Helper()
 	rp := newTestReplay(t, as, ReplayOptions{Interp: rule}, applyAll)
 	defer rp.Close()
-	return fetchRows(t, rp, ts, pmids), rp.passed, rp.switches
+	return fetchRows(t, rp, ts, pmids), rp.passed, rp.test.switches
 }
 
 // newTestReplay is NewReplay, applying every record (none passed over, no
@@ -243,7 +243,7 @@ func newTestReplay(t *testing.T, as []*Archive, opts ReplayOptions, applyAll boo
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp.applyAll = applyAll
+	rp.test = &replayTest{applyAll: applyAll}
 	return rp
 }
 
@@ -407,7 +407,7 @@ func TestReplaySparseGrowing(t *testing.T) {
 			}
 			if !applyAll {
 				passed += rp.passed
-				switches += rp.switches
+				switches += rp.test.switches
 			}
 			return rows
 		}

@@ -102,7 +102,9 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 		}
 		if r.trackMin {
 			r.rollMin = min(r.rollMin, w.t)
-			r.positioned++
+			if r.test != nil {
+				r.test.positioned++
+			}
 		}
 		r.updateBounds(w, tReq, true, nil, seenMark, r.successor(w, direct, tReq))
 		r.moved++
@@ -119,7 +121,7 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 // is not read yet); see updateBounds for why w's sets that it repeats can
 // be skipped.
 func (r *Replay) successor(w *winRec, direct bool, tReq float64) []source.ValueSet {
-	if w.mark || w.t >= tReq || r.applyAll {
+	if w.mark || w.t >= tReq || r.applyAll() {
 		return nil
 	}
 	switch {
@@ -249,9 +251,14 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 		if probe == nil && i == 0 {
 			next = r.successor(w, direct, tReq)
 		}
-		skipped := r.superseded
+		superseded := 0
+		if r.test != nil {
+			superseded = r.test.superseded
+		}
 		r.updateBounds(w, tReq, true, &done, seenMark, next)
-		r.searchSuperseded += r.superseded - skipped
+		if r.test != nil && next != nil {
+			r.test.searchSuperseded += r.test.superseded - superseded
+		}
 		forget(w.t)
 		switch {
 		case probe != nil:
@@ -350,7 +357,9 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 			continue
 		}
 		if i < len(next) && next[i].PMID == set.PMID && next[i].Err == nil && sameInstances(next[i].Values, set.Values) {
-			r.superseded++
+			if r.test != nil {
+				r.test.superseded++
+			}
 			continue
 		}
 		if len(pm.hint) < len(set.Values) {
