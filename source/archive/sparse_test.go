@@ -421,3 +421,63 @@ func TestReplaySparseGrowing(t *testing.T) {
 		t.Error("no record passed over, or no switch: the test misses its purpose")
 	}
 }
+
+// TestHeadsMatchRecords: the heads sparse reading walks (type heads, one
+// read per record after the first) give each record's offset, length and
+// time as decoding the volume does, record after record, for every plain
+// volume of the sparse timelines (framing-broken copies included, up to
+// the first record the reader rejects); a head read alone, without the
+// header the previous read brought, is the same.
+func TestHeadsMatchRecords(t *testing.T) {
+	_, sets, _ := sparseTimelines(t)
+	compared := 0
+	for _, as := range sets {
+		for _, a := range as {
+			type decoded struct {
+				t   time.Time
+				off int64
+			}
+			// the records the reader decodes, per volume, in file order
+			recs := map[int][]decoded{}
+			rd := a.Records()
+			for rd.Next() {
+				rec := rd.Record()
+				recs[rec.Vol] = append(recs[rec.Vol], decoded{rec.Time, rec.Off})
+			}
+			rd.Close()
+			hl := a.Records().hdrSize
+			for _, vf := range a.state().vols {
+				if compressionOf(vf.path) != "" {
+					continue
+				}
+				f, err := os.Open(vf.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				walk := heads{f: f, hl: hl, b: make([]byte, hl+4)}
+				pos := int64(labelSize(a.Label().Version))
+				for i, d := range recs[vf.num] {
+					e := walk.at(pos)
+					alone := heads{f: f, hl: hl, b: make([]byte, hl+4)}
+					if got := alone.at(pos); got != e {
+						t.Fatalf("%s at %d: head read alone %+v, walked %+v", vf.path, pos, got, e)
+					}
+					tm := timeV2(e.tb[:])
+					if a.Label().Version == 3 {
+						tm = timeV3(e.tb[:])
+					}
+					if e.end || !e.trailer || pos != d.off || !tm.Equal(d.t) {
+						t.Fatalf("%s record %d: head %+v at %d (time %v), decoded at %d (time %v)", vf.path, i, e, pos, tm, d.off, d.t)
+					}
+					pos += int64(e.len)
+					compared++
+				}
+				f.Close()
+			}
+		}
+	}
+	if compared < 1000 {
+		t.Errorf("only %d heads compared", compared)
+	}
+	t.Logf("%d heads compared", compared)
+}
