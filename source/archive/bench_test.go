@@ -105,7 +105,7 @@ func BenchmarkDecodeOnly(b *testing.B) {
 }
 
 // TestDecodeAllocations: reading a whole archive allocates a bounded number
-// of times (opening volumes and starting their read-ahead, growing reused
+// of times (opening volumes, growing reused
 // buffers), not per record or value.
 func TestDecodeAllocations(t *testing.T) {
 	a, err := Open(filepath.Join(corpus, "archives/live/live_v3"))

@@ -12,14 +12,12 @@
 // reader's buffer until the next call to Next.
 //
 // Replay answers values at arbitrary times with libpcp's interpolation. It
-// decodes every record it reads, ahead in a goroutine, except when its
-// fetches are several records apart: plain volumes are then read sparsely,
-// and a run of records whose last one holds every instance in the result
-// is passed over with only its framing checked (lengths, trailers, time
-// order, no <mark>); see Replay and Reader.skipRun. A walker goroutine
-// reads the framing ahead and, when the fetches keep a regular step, the
-// records the next runs end with, which the replay then decodes without
-// reading them itself (see walker).
+// decodes every record it reads, ahead in one goroutine (see prefetch),
+// except when its fetches are several records apart: plain volumes are
+// then read sparsely, without a goroutine, and a run of records whose last
+// one holds every instance in the result is passed over with only its
+// framing checked (lengths, trailers, time order, no <mark>); see Replay
+// and Reader.skipRun.
 //
 // Corrupt input gives a *FormatError naming the file and the byte offset;
 // a truncated last record (a writer still at work) ends iteration cleanly.

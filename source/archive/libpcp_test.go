@@ -127,8 +127,9 @@ func TestReplayMatchesLibpcp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			rp.test = &replayTest{}
 			got := replayRowsFrom(t, rp, c.interval, c.offset, pass.roots)
-			searchSkips += rp.searchSuperseded
+			searchSkips += rp.test.searchSuperseded
 			passed += rp.passed
 			rp.Close()
 			if len(want) == 0 {

@@ -36,10 +36,10 @@ import (
 // at a record) makes the positioning start over too.
 func (r *Replay) position(t time.Time, tReq float64) error {
 	r.feed.keep = r.followed()
-	r.feed.sparse = !r.noSparse
+	r.feed.sparse = true
 	ai := r.feed.archiveAt(t)
 	var ents []IndexEntry
-	if !r.fullScan {
+	if r.test == nil || !r.test.fullScan {
 		ents = r.entriesBefore(ai, t)
 	}
 	if len(ents) == 0 {
@@ -200,7 +200,9 @@ func (r *Replay) scanStretch(ai int, ents []IndexEntry, lo, hi int, tReq float64
 			return false, nil
 		}
 		least = min(least, tThis)
-		r.positioned++
+		if r.test != nil {
+			r.test.positioned++
+		}
 		r.applyPrior(rec, tThis, missing)
 	}
 	if err := rd.Err(); err != nil {
@@ -264,7 +266,7 @@ func (r *Replay) scanFromStart(t time.Time, tReq float64) error {
 // and positions from the archive's start.
 func (r *Replay) restartFromStart(t time.Time, tReq float64) error {
 	r.feed.close()
-	r.feed = &feed{archives: r.archives, keep: r.followed(), sparse: !r.noSparse}
+	r.feed = &feed{archives: r.archives, keep: r.followed(), sparse: true}
 	r.spare = append(r.spare, r.win...)
 	r.win = r.win[:0]
 	r.winValues = 0
@@ -280,6 +282,8 @@ func (r *Replay) restartFromStart(t time.Time, tReq float64) error {
 			c.search = false
 		}
 	}
-	r.restarts++
+	if r.test != nil {
+		r.test.restarts++
+	}
 	return r.scanFromStart(t, tReq)
 }

@@ -131,7 +131,7 @@ func positionRun(t *testing.T, bases []string, rule semantics.InterpRule, start 
 		t.Fatal(err)
 	}
 	defer rp.Close()
-	rp.fullScan = fullScan
+	rp.test = &replayTest{fullScan: fullScan}
 	var pmids []semantics.PMID
 	var names []string
 	for _, m := range rp.Metrics() {
@@ -167,7 +167,7 @@ func positionRun(t *testing.T, bases []string, rule semantics.InterpRule, start 
 		}
 	}
 	sort.Strings(rows)
-	return rows, rp.positioned, rp.restarts
+	return rows, rp.test.positioned, rp.test.restarts
 }
 
 // TestReplayPositionMatchesFullScan: the first fetch positions from the
@@ -305,7 +305,7 @@ func TestReplayFailedFirstFetch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rp.fullScan = full
+		rp.test = &replayTest{fullScan: full}
 		var pmids []semantics.PMID
 		for _, m := range rp.Metrics() {
 			pmids = append(pmids, m.Desc.PMID)

@@ -7,6 +7,11 @@ package archive
 // the following call (peek excepted), as with a plain feed; at the end of
 // the timeline the goroutine waits until asked to try again (the archive
 // may grow), and it stops at the first error.
+//
+// It is the replay's only goroutine, and earned: BenchmarkReplay/all on a
+// 5-minute recording of workload W2 (every metric at a 1 s step, read
+// densely) took 192 ms with it against 260 ms without (medians of 5
+// alternating runs, issue 26), for the same CPU time.
 type prefetch struct {
 	f      *feed // used by the goroutine only, once started
 	slots  []recBuf

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -19,9 +20,8 @@ const (
 	valSptr   = 2
 )
 
-// runsRefused counts the runs skipRun found and did not pass over, and
-// aheadTaken the runs whose last records the walker had read (tests).
-var runsRefused, aheadTaken atomic.Int64
+// runsRefused counts the runs skipRun found and did not pass over (tests).
+var runsRefused atomic.Int64
 
 // runResult is what skipRun did with the run at the position.
 type runResult int
@@ -56,86 +56,23 @@ type volReader struct {
 	off  int64 // file offset of buf[r]
 	eof  bool
 	err  error
-	// reading in a goroutine (see readAhead), from a record's start once
-	// aheadAfter reads were made here: buf is then the chunk being decoded
-	ahead    *readAhead
-	chunkEnd bool  // the chunk ends with the data present
-	chunkErr error // reading after the chunk failed
-	reads    int   // reads made here, before any read-ahead
 	// exact: a plain volume read record by record, never past the record
-	// being read (no window ahead, no read-ahead), so that Reader.skipRun
+	// being read (no window ahead), so that Reader.skipRun
 	// can pass over records unread
 	exact bool
 	// a record of nextLen bytes (0: none known) starts at nextOff: an exact
 	// read of it reads it whole at once
 	nextOff int64
 	nextLen int
-	walker  *walker // the heads of the records ahead (see skipRun)
 }
 
-// aheadAfter is the number of reads a volume reader makes itself before it
-// starts reading ahead: readers that stop soon (the probes of a replay,
-// positioning's scans) start no goroutine and allocate no chunks. A
-// variable for tests.
-var aheadAfter = 2
-
-// close stops the read-ahead and closes the file.
-func (v *volReader) close() error {
-	if v.ahead != nil {
-		v.ahead.stop()
-		v.ahead = nil
-	}
-	v.stopWalker()
-	return v.s.Close()
-}
-
-// readAhead hands the reading from the record at buf[r] on to a goroutine.
-func (v *volReader) readAhead(minLen int) {
-	v.ahead = startReadAhead(v.s, minLen, v.buf[:cap(v.buf)], v.r, v.w, v.off)
-	v.buf, v.r, v.w = nil, 0, 0
-}
-
-// fillAhead is fill from the read-ahead's chunks. A chunk holds whole
-// records, so the bytes left of one are a record cut short by the end of
-// the data (sent again by the next chunk, after a retry) or by an error.
-func (v *volReader) fillAhead(n int) bool {
-	for v.w-v.r < n {
-		switch {
-		case v.err != nil:
-			return false
-		case v.chunkErr != nil:
-			v.err = &FormatError{File: v.s.path, Off: v.off + int64(v.w-v.r), Msg: "read: " + v.chunkErr.Error()}
-			return false
-		case v.chunkEnd:
-			if v.eof {
-				return false
-			}
-			// asked again after the end: the writer may have appended
-			v.ahead.retry <- struct{}{}
-		case v.r < v.w:
-			// a record length out of range: the caller reports it
-			return false
-		}
-		if v.buf != nil {
-			select {
-			case v.ahead.free <- v.buf[:cap(v.buf)]:
-			default:
-			}
-		}
-		c := <-v.ahead.chunks
-		v.buf, v.r, v.w, v.off = c.b, 0, len(c.b), c.off
-		v.chunkEnd, v.chunkErr, v.eof = c.end, c.err, c.end
-	}
-	return true
-}
+// close closes the file.
+func (v *volReader) close() error { return v.s.Close() }
 
 // fill makes at least n bytes available at buf[r:]; false at the end of the
 // data (or on a read error, kept in v.err). The buffer only grows while it is
 // full of data, so its size stays within twice the data present.
 func (v *volReader) fill(n int) bool {
-	if v.ahead != nil {
-		return v.fillAhead(n)
-	}
 	if v.exact {
 		return v.fillExact(n)
 	}
@@ -161,7 +98,6 @@ func (v *volReader) fill(n int) bool {
 		}
 		m, err := v.s.r.Read(v.buf[v.w:])
 		v.w += m
-		v.reads++
 		if err == io.EOF {
 			v.eof = true
 		} else if err != nil {
@@ -217,22 +153,6 @@ func (v *volReader) firstWindow() int {
 		}
 	}
 	return minWindow
-}
-
-// adopt makes b, the bytes of a plain volume from off (read ahead by the
-// walker), the buffer: the old one goes back to the walker, and the file
-// position moves past b.
-func (v *volReader) adopt(b []byte, off int64) error {
-	if _, err := v.s.f.Seek(off+int64(len(b)), io.SeekStart); err != nil {
-		return err
-	}
-	if v.walker != nil {
-		v.walker.recycle(v.buf)
-	}
-	v.buf, v.r, v.w, v.off = b, 0, len(b), off
-	v.eof = false
-	v.nextOff, v.nextLen = 0, 0
-	return nil
 }
 
 // skip discards n bytes (a seek in a compressed stream, or in a plain file).
@@ -300,6 +220,7 @@ type Reader struct {
 	// no skipRun before this offset of this volume (a run refused)
 	noSkipVol int
 	noSkipEnd int64
+	hbuf      []byte // skipRun's heads
 }
 
 type typeCache struct {
@@ -379,7 +300,6 @@ func (r *Reader) open(vf volumeFile) error {
 	// the window is sized at the first read of records (see firstWindow)
 	v.buf, v.r, v.w = nil, 0, 0
 	v.off = int64(lsz)
-	v.reads = 0 // the label's read is no sign of a long scan
 	if r.start > int64(lsz) {
 		if err := v.skip(r.start - int64(lsz)); err != nil {
 			return fmt.Errorf("%s: seek to %d: %w", vf.path, r.start, err)
@@ -391,9 +311,6 @@ func (r *Reader) open(vf volumeFile) error {
 // read decodes the next record of the current volume; false at its end.
 func (r *Reader) read() (bool, error) {
 	v := r.vol
-	if v.ahead == nil && !v.exact && v.reads >= aheadAfter && !v.eof && v.err == nil {
-		v.readAhead(r.hdrSize + 4) // at a record's start
-	}
 	if v.exact && v.nextLen > 4 && v.nextOff == v.off && v.w == v.r {
 		// known records at once: what is there of them (the last one may
 		// still be being written), the checks below as for any read
@@ -435,22 +352,12 @@ func (r *Reader) noteCut() {
 	r.a.cut.CompareAndSwap(nil, &FormatError{File: v.s.path, Off: v.off, Msg: cutMsg("data", v.buf[v.r:v.w])})
 }
 
-func (v *volReader) stopWalker() {
-	if v.walker != nil {
-		v.walker.stop()
-		v.walker = nil
-	}
-}
-
 // setSparse sets whether plain volumes are read record by record (see
 // skipRun), from the position on.
 func (r *Reader) setSparse(on bool) {
 	r.sparse = on
 	if r.vol != nil {
 		r.vol.exact = on && r.vol.s.plain
-		if !on {
-			r.vol.stopWalker()
-		}
 	}
 }
 
@@ -458,18 +365,19 @@ func (r *Reader) setSparse(on bool) {
 // sparse replay (see Replay.front). The run is the records from the
 // position that hold values (no <mark>) at or before tReq, in time order
 // from after (never going back), none at tReq but the last one, j. Only
-// their headers and trailers are read: lengths in range and equal, numpmid
-// fitting in the record. A run of at least minRun records has j decoded,
-// and when ok(j) says that applying j alone changes the replay as applying
-// the whole run would (and what came before it from after: the caller's),
-// the run is accepted: the records before j are passed over and the next
-// call to Next returns j. skipRun returns the number passed over and the
-// time of the first one. It accepts nothing when the run is too short,
-// when ok refuses j (the run is then read as usual, and no run is tried
-// again before j's end), or when the reader does not read a plain volume
-// record by record. An error is j's (the records before it are not
-// decoded: a value set corrupt inside one of them goes unnoticed).
-func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after, tNext float64, minRun int, ok func(*Record) bool) (n int, tFirst float64, res runResult, err error) {
+// their headers and trailers are read (see heads): lengths in range and
+// equal, numpmid fitting in the record. A run of at least minRun records
+// has j decoded, and when ok(j) says that applying j alone changes the
+// replay as applying the whole run would (and what came before it from
+// after: the caller's), the run is accepted: the records before j are
+// passed over and the next call to Next returns j. skipRun returns the
+// number passed over and the time of the first one. It accepts nothing
+// when the run is too short, when ok refuses j (the run is then read as
+// usual, and no run is tried again before j's end), or when the reader
+// does not read a plain volume record by record. An error is j's (the
+// records before it are not decoded: a value set corrupt inside one of
+// them goes unnoticed).
+func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*Record) bool) (n int, tFirst float64, res runResult, err error) {
 	v := r.vol
 	if r.err != nil || r.closed || r.pending || v == nil || !v.exact || v.err != nil || v.w != v.r {
 		return 0, 0, runNone, nil
@@ -479,30 +387,14 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after, tNext float6
 	}
 	hl := r.hdrSize // length, timestamp and numpmid
 	first := v.off
-	wk := v.walker
-	e, found := recHead{}, false
-	if wk != nil {
-		e, found = wk.at(first)
-	}
-	if !found || e.end {
-		// the walk is elsewhere or stopped (the data may have grown since)
-		if wk != nil {
-			wk.stop()
-		}
-		tsecs := func(tb []byte) float64 { return secs(timeV2(tb)) }
-		if r.version == 3 {
-			tsecs = func(tb []byte) float64 { return secs(timeV3(tb)) }
-		}
-		wk = startWalker(v.s.f, hl, first, tsecs)
-		v.walker = wk
-	}
+	hs := heads{f: v.s.f, hl: hl, b: r.headBuf(hl)}
 	pos, last := first, after
 	// nextLen: the length in the header of the record at pos (0: not
 	// read whole), for reading it at once
 	jLen, nextLen := 0, 0
 	for {
-		e, found := wk.at(pos)
-		if !found || e.end {
+		e := hs.at(pos)
+		if e.end {
 			break
 		}
 		l, np := int(e.len), int(e.np)
@@ -530,7 +422,7 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after, tNext float6
 		pos += int64(l)
 		nextLen = 0
 		if t == tReq {
-			if e, found := wk.at(pos); found && !e.end {
+			if e := hs.at(pos); !e.end {
 				nextLen = int(e.len)
 			}
 			break
@@ -544,30 +436,16 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after, tNext float6
 		nextLen = 0
 	}
 	// j and the record after it (the next one read) in one read, unless
-	// that one is large (its length is not checked yet): read ahead by the
-	// walker when it guessed this run (see want), here otherwise
+	// that one is large (its length is not checked yet)
 	want := jLen
 	if nextLen <= 1<<20 {
 		want += nextLen
 	}
-	if b := wk.take(j, want); b != nil {
-		if err := v.adopt(b, j); err != nil {
-			r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
-			return 0, 0, runNone, r.err
-		}
-		aheadTaken.Add(1)
-	} else {
-		if err := v.skip(j - v.off); err != nil {
-			r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
-			return 0, 0, runNone, r.err
-		}
-		v.nextOff, v.nextLen = j, want
-		if !math.IsNaN(tNext) && tNext > tReq {
-			// the fetches to come, at the same step: read their runs'
-			// last records ahead
-			wk.want(j, tNext, tNext-tReq)
-		}
+	if err := v.skip(j - v.off); err != nil {
+		r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
+		return 0, 0, runNone, r.err
 	}
+	v.nextOff, v.nextLen = j, want
 	got, err := r.read()
 	if err != nil {
 		r.err = err
@@ -585,6 +463,59 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after, tNext float6
 	r.noSkipVol, r.noSkipEnd = v.num, pos
 	runsRefused.Add(1)
 	return 0, 0, runRefused, nil
+}
+
+// headBuf returns the reader's buffer for heads: a trailer and a header.
+func (r *Reader) headBuf(hl int) []byte {
+	if cap(r.hbuf) < hl+4 {
+		r.hbuf = make([]byte, hl+4)
+	}
+	return r.hbuf[:hl+4]
+}
+
+// recHead is what skipRun reads of a record: its header (length, numpmid,
+// timestamp) and whether its trailer repeats the length; end: no whole
+// header at off (the end of the data).
+type recHead struct {
+	len     int32
+	np      int32
+	tb      [12]byte // the timestamp (v2: 8 bytes, v3: 12)
+	trailer bool     // the trailer was read and equals len
+	end     bool
+}
+
+// heads reads the heads of consecutive records of a plain volume: a
+// record's trailer and the header of the record after it in one read.
+type heads struct {
+	f    *os.File
+	hl   int
+	b    []byte // hl+4 bytes: a trailer, then a header
+	next int64  // b[4:] holds the header at next (when have)
+	have bool
+}
+
+// at returns the head of the record at off.
+func (h *heads) at(off int64) recHead {
+	hl := h.hl
+	if !h.have || h.next != off {
+		if k, _ := h.f.ReadAt(h.b[4:], off); k < hl {
+			h.have = false
+			return recHead{end: true}
+		}
+	}
+	h.have = false
+	e := recHead{len: int32(be32(h.b[4:])), np: int32(be32(h.b[hl:]))}
+	copy(e.tb[:], h.b[8:hl])
+	l := int(e.len)
+	if l < hl+4 || l > maxRecordSize-1 {
+		return e
+	}
+	k, _ := h.f.ReadAt(h.b, off+int64(l)-4)
+	e.trailer = k >= 4 && int(int32(be32(h.b))) == l
+	if e.trailer && k == len(h.b) {
+		h.next, h.have = off+int64(l), true
+	}
+	return e
 }
 
 func (r *Reader) ferr(off int64, format string, args ...any) error {

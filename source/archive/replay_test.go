@@ -489,7 +489,7 @@ func TestReplaySupersededJumbled(t *testing.T) {
 				rp := newTestReplay(t, []*Archive{a}, ReplayOptions{Interp: rule, Window: window}, applyAll)
 				defer rp.Close()
 				rows := fetchRows(t, rp, times, pmids)
-				searchSkips += rp.searchSuperseded
+				searchSkips += rp.test.searchSuperseded
 				return rows
 			}
 			want, got := rows(true), rows(false)
@@ -507,8 +507,8 @@ func TestReplaySupersededJumbled(t *testing.T) {
 
 // TestReplaySmallReadBuffer replays every corpus answer with a volume read
 // buffer of 256 bytes, which the reader compacts and refills all the time:
-// the records the prefetching reader hands over (strings included) must
-// not change under the replay.
+// the records the reader hands over (strings included) must not change
+// under the replay.
 func TestReplaySmallReadBuffer(t *testing.T) {
 	defer func(n int) { minWindow = n }(minWindow)
 	minWindow = 256
@@ -547,10 +547,10 @@ func TestReplaySupersededSets(t *testing.T) {
 							t.Fatal(err)
 						}
 						defer rp.Close()
-						rp.applyAll = applyAll
+						rp.test = &replayTest{applyAll: applyAll}
 						got := replayRowsFrom(t, rp, iv, off, roots)
-						skipped += rp.superseded
-						searchSkipped += rp.searchSuperseded
+						skipped += rp.test.superseded
+						searchSkipped += rp.test.searchSuperseded
 						return got
 					}
 					want, got := rows(true), rows(false)

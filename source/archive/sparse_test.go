@@ -98,13 +98,9 @@ func TestReplaySparse(t *testing.T) {
 		sparseEvery = 1
 	}
 	names, sets, clean := sparseTimelines(t)
-	// walkers a few records ahead: the batches' ends are met often, and a
-	// walker not stopped stays blocked (the archives are small)
-	defer func(n int) { walkBatch = n }(walkBatch)
-	walkBatch = 3
 	g0 := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(7))
-	refused0, taken0 := runsRefused.Load(), aheadTaken.Load()
+	refused0 := runsRefused.Load()
 	var passed, switches, cases, sparseTimelines int
 	for ti, as := range sets {
 		var recTimes []time.Time
@@ -206,12 +202,9 @@ func TestReplaySparse(t *testing.T) {
 			sparseTimelines++
 		}
 	}
-	refused, taken := runsRefused.Load()-refused0, aheadTaken.Load()-taken0
-	t.Logf("%d cases over %d timelines: %d records passed over (in %d timelines), %d runs refused, %d runs' last records read ahead, %d switches between dense and sparse reading",
-		cases, len(sets), passed, sparseTimelines, refused, taken, switches)
-	if taken == 0 {
-		t.Error("no run's last records were read ahead by the walker")
-	}
+	refused := runsRefused.Load() - refused0
+	t.Logf("%d cases over %d timelines: %d records passed over (in %d timelines), %d runs refused, %d switches between dense and sparse reading",
+		cases, len(sets), passed, sparseTimelines, refused, switches)
 	if sparseTimelines < len(sets)/2 {
 		t.Errorf("records were passed over in only %d timelines of %d", sparseTimelines, len(sets))
 	}
@@ -221,7 +214,7 @@ func TestReplaySparse(t *testing.T) {
 	if switches == 0 {
 		t.Error("the reading never switched between dense and sparse")
 	}
-	// every replay closed: no walker or prefetching goroutine left
+	// every replay closed: no prefetching goroutine left
 	deadline := time.Now().Add(2 * time.Second)
 	for runtime.NumGoroutine() > g0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -239,7 +232,7 @@ func sparseRows(t *testing.T, as []*Archive, rule semantics.InterpRule, ts []tim
 	t.Helper()
 	rp := newTestReplay(t, as, ReplayOptions{Interp: rule}, applyAll)
 	defer rp.Close()
-	return fetchRows(t, rp, ts, pmids), rp.passed, rp.switches
+	return fetchRows(t, rp, ts, pmids), rp.passed, rp.test.switches
 }
 
 // newTestReplay is NewReplay, applying every record (none passed over, no
@@ -250,7 +243,7 @@ func newTestReplay(t *testing.T, as []*Archive, opts ReplayOptions, applyAll boo
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp.applyAll = applyAll
+	rp.test = &replayTest{applyAll: applyAll}
 	return rp
 }
 
@@ -370,7 +363,6 @@ func TestReplaySparseGrowing(t *testing.T) {
 		t.Fatal(err)
 	}
 	passed, switches := 0, 0
-	taken0 := aheadTaken.Load()
 	for seed := int64(0); seed < 40; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		var cuts []int // the volume's size after each growth
@@ -415,7 +407,7 @@ func TestReplaySparseGrowing(t *testing.T) {
 			}
 			if !applyAll {
 				passed += rp.passed
-				switches += rp.switches
+				switches += rp.test.switches
 			}
 			return rows
 		}
@@ -424,23 +416,35 @@ func TestReplaySparseGrowing(t *testing.T) {
 			t.Errorf("seed %d (volume grown to %v bytes, steps of 1 to %d records): the answers differ from reading every record:%s", seed, cuts, stepMax, d)
 		}
 	}
-	taken := aheadTaken.Load() - taken0
-	t.Logf("40 growing archives: %d records passed over, %d runs' last records read ahead, %d switches between dense and sparse reading", passed, taken, switches)
-	// (runs read ahead are logged, not required: with few fetches per
-	// growth their number depends on the walker's timing, 11 to 46 here)
+	t.Logf("40 growing archives: %d records passed over, %d switches between dense and sparse reading", passed, switches)
 	if passed == 0 || switches == 0 {
 		t.Error("no record passed over, or no switch: the test misses its purpose")
 	}
 }
 
-// TestWalkerHead: a head that sparse reading reads itself when the walk is
-// behind (walker.head) is the walk's own, record after record, for every
-// plain volume of the sparse timelines, framing-broken copies included.
-func TestWalkerHead(t *testing.T) {
+// TestHeadsMatchRecords: the heads sparse reading walks (type heads, one
+// read per record after the first) give each record's offset, length and
+// time as decoding the volume does, record after record, for every plain
+// volume of the sparse timelines (framing-broken copies included, up to
+// the first record the reader rejects); a head read alone, without the
+// header the previous read brought, is the same.
+func TestHeadsMatchRecords(t *testing.T) {
 	_, sets, _ := sparseTimelines(t)
-	heads := 0
+	compared := 0
 	for _, as := range sets {
 		for _, a := range as {
+			type decoded struct {
+				t   time.Time
+				off int64
+			}
+			// the records the reader decodes, per volume, in file order
+			recs := map[int][]decoded{}
+			rd := a.Records()
+			for rd.Next() {
+				rec := rd.Record()
+				recs[rec.Vol] = append(recs[rec.Vol], decoded{rec.Time, rec.Off})
+			}
+			rd.Close()
 			hl := a.Records().hdrSize
 			for _, vf := range a.state().vols {
 				if compressionOf(vf.path) != "" {
@@ -450,22 +454,30 @@ func TestWalkerHead(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				w := startWalker(f, hl, int64(labelSize(a.Label().Version)), func([]byte) float64 { return 0 })
-				for b := range w.batches {
-					for _, e := range b {
-						if got := w.head(e.off); got != e {
-							t.Errorf("%s at %d: head read alone %+v, walked %+v", vf.path, e.off, got, e)
-						}
-						heads++
+				walk := heads{f: f, hl: hl, b: make([]byte, hl+4)}
+				pos := int64(labelSize(a.Label().Version))
+				for i, d := range recs[vf.num] {
+					e := walk.at(pos)
+					alone := heads{f: f, hl: hl, b: make([]byte, hl+4)}
+					if got := alone.at(pos); got != e {
+						t.Fatalf("%s at %d: head read alone %+v, walked %+v", vf.path, pos, got, e)
 					}
+					tm := timeV2(e.tb[:])
+					if a.Label().Version == 3 {
+						tm = timeV3(e.tb[:])
+					}
+					if e.end || !e.trailer || pos != d.off || !tm.Equal(d.t) {
+						t.Fatalf("%s record %d: head %+v at %d (time %v), decoded at %d (time %v)", vf.path, i, e, pos, tm, d.off, d.t)
+					}
+					pos += int64(e.len)
+					compared++
 				}
-				w.stop()
 				f.Close()
 			}
 		}
 	}
-	if heads < 1000 {
-		t.Errorf("only %d heads compared", heads)
+	if compared < 1000 {
+		t.Errorf("only %d heads compared", compared)
 	}
-	t.Logf("%d heads compared", heads)
+	t.Logf("%d heads compared", compared)
 }

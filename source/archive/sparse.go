@@ -1,0 +1,197 @@
+package archive
+
+import (
+	"math"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+)
+
+// pace chooses the reading for this fetch from the previous one (the first
+// fetch's positioning tells nothing of the pace): sparse when it moved the
+// position over sparseRun records or more and the last of them held every
+// instance in the result (see lastSupplied), dense when it moved over one
+// at most, or when it read sparsely and its runs were refused and none
+// accepted (reading sparsely then reads every record, without the
+// goroutine). After such a fetch, sparse reading waits for a number of
+// fetches, doubled at each refusal up to 64, reset by a run accepted.
+func (r *Replay) pace() {
+	moved, passed, refused := r.moved, r.passed-r.passedBefore, r.refused-r.refusedBefore
+	r.moved, r.passedBefore, r.refusedBefore = 0, r.passed, r.refused
+	r.fetches++
+	if r.sparseWait > 0 {
+		r.sparseWait--
+	}
+	switch {
+	case r.fetches < 2:
+	case r.feed.sparse && r.feed.delivered && !r.feed.plainAt(r.feed.lastAi, r.feed.lastVol):
+		if r.feed.goDense() { // a compressed volume: nothing to pass over
+			r.switched()
+		}
+	case r.feed.sparse && refused > 0 && passed == 0:
+		r.backoff = min(max(2*r.backoff, 4), 64)
+		r.sparseWait = r.backoff
+		if r.feed.goDense() {
+			r.switched()
+		}
+	case r.feed.sparse && passed > 0:
+		r.backoff = 0
+	case moved >= sparseRun && r.wouldPass && r.sparseWait == 0:
+		if r.feed.goSparse() {
+			r.switched()
+		}
+	case moved <= 1:
+		if r.feed.goDense() {
+			r.switched()
+		}
+	}
+}
+
+// switched counts a switch between dense and sparse reading (tests).
+func (r *Replay) switched() {
+	if r.test != nil {
+		r.test.switches++
+	}
+}
+
+// lastSupplied reports whether every instance in the result has its lower
+// bound from the last record this fetch applied at the position: sparse
+// reading would then have passed over the records before it (see
+// supplies), as it will at this pace.
+func (r *Replay) lastSupplied() bool {
+	if r.lastPosMark {
+		return false
+	}
+	for _, pm := range r.pmList {
+		for _, c := range pm.icps {
+			if c.inresult && (c.prior.Kind != semantics.BoundValue || c.prior.T != r.lastPos) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sparseRun is the number of records a fetch must move the position over
+// for the following fetches to read sparsely (see front): then most
+// records are passed over unread, and reading them one by one, without the
+// prefetching goroutine, costs less than decoding them all ahead.
+const sparseRun = 4
+
+// supplies reports whether rec, the last record of a run of records at the
+// position that are values, at or before tReq (only rec may be at tReq) and
+// in time order, holds a value (no error) of every instance in the result
+// of every followed metric: the instances updateBounds changes. Applying
+// rec alone then leaves every bound as applying the whole run does, as for
+// the superseded sets of a successor (see updateBounds), the argument
+// holding for any number of records between: each instance's lower bound
+// is rec's, set from the same state, and no record of the run touches an
+// upper bound (they are before tReq; at tReq, rec alone).
+func (r *Replay) supplies(rec *Record) bool {
+	r.gen++
+	if r.gen == 0 { // wrapped: no instance may hold a stale mark
+		for _, pm := range r.pmList {
+			for _, c := range pm.icps {
+				c.gen = 0
+			}
+		}
+		r.gen = 1
+	}
+	for i := range rec.Sets {
+		set := &rec.Sets[i]
+		if set.Err != nil {
+			continue
+		}
+		pm := r.pmAt(&r.supHint, i, set.PMID)
+		if pm == nil {
+			continue
+		}
+		singular := len(pm.icps) == 1 && pm.icps[0].inst == semantics.InNull
+		if len(pm.hint) < len(set.Values) {
+			pm.hint = append(pm.hint, make([]*icp, len(set.Values)-len(pm.hint))...)
+		}
+		for j := range set.Values {
+			inst := set.Values[j].Inst
+			c := pm.hint[j]
+			if c == nil || c.inst != inst {
+				c = pm.byInst[inst]
+				pm.hint[j] = c
+			}
+			if c == nil && singular {
+				c = pm.icps[0]
+			}
+			if c != nil {
+				c.gen = r.gen
+			}
+		}
+	}
+	for _, pm := range r.pmList {
+		for _, c := range pm.icps {
+			if c.inresult && c.gen != r.gen {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// front returns the record at the position. With an empty window it reads
+// the next record: one at or before tReq is returned as a view of the
+// reader's record (direct: valid until the next read, consumed by the
+// caller, never copied); a later one is copied into the window.
+func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
+	// A run of records at or before tReq whose last one holds every
+	// instance they could change is passed over, unread but for that one
+	// (sparse reading): it starts at the window's record when the window
+	// holds only that one, a value record before tReq.
+	if len(r.win) > 1 {
+		return r.win[0], false, nil
+	}
+	var lead *winRec
+	if len(r.win) == 1 {
+		lead = r.win[0]
+		if lead.mark || lead.t >= tReq || !r.feed.sparse {
+			return lead, false, nil
+		}
+	}
+	if !r.applyAll() {
+		after, minRun := math.Inf(-1), 2
+		if lead != nil {
+			after, minRun = lead.t, 1
+		}
+		n, tFirst, res, err := r.feed.skipRun(r.secsFn, tReq, after, minRun, r.suppliesFn)
+		if err != nil {
+			return nil, false, err
+		}
+		if res == runRefused {
+			r.refused++
+		}
+		if res == runAccepted && lead != nil {
+			n, tFirst = n+1, lead.t
+			r.pop()
+		}
+		r.passed += n
+		r.moved += n
+		if r.trackMin && n > 0 {
+			// the records passed over count as applied (their times never
+			// go back, from tFirst)
+			r.rollMin = min(r.rollMin, tFirst)
+			if r.test != nil {
+				r.test.positioned += n
+			}
+		}
+	}
+	if len(r.win) > 0 {
+		return r.win[0], false, nil
+	}
+	rec, ai, ok, err := r.feed.next()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	t := r.secs(rec.Time)
+	if t <= tReq {
+		r.view = winRec{t: t, mark: rec.Mark, sets: rec.Sets, ai: ai, vol: rec.Vol, off: rec.Off, time: rec.Time}
+		return &r.view, true, nil
+	}
+	r.push(rec, ai)
+	return r.win[0], false, nil
+}
