@@ -1,0 +1,242 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+)
+
+// TestBackfillJoinsScrape is the end-to-end test of joining history with
+// live data, done as a user does it: the corpus `live` archive is cut at a
+// boundary T (one of its records); `backfill --finish T --label job=J
+// --label instance=I` writes the part up to T into TSDB blocks, the real
+// Prometheus starts on them and scrapes `serve --archive ... --replay.start
+// T` as job J at address I. Then every series of job J (but Prometheus's
+// own up/scrape_* and the exporter's self-metrics) must have samples on
+// both sides of the boundary: a scraped series with a label the backfilled
+// one lacks (or the reverse) would be two series, each on one side only.
+//
+// Continuity: a replay's first scrape serves archive time T, the time of
+// the backfill's last record, so the first scraped value of every series
+// must equal its last backfilled value (with --replay.interp=prior an
+// instant or discrete metric takes its last value at or before T, as the
+// raw backfill does; a counter interpolated at a record's time is that
+// record). Two counters are checked against libpcp's own answer at T
+// (records.csv) by hand, and Prometheus must count no counter reset over
+// the whole joined range. Timestamps are not compared: the scraped samples
+// carry scrape times (now), the backfilled ones archive times (the
+// recording's day). A user joining history with live data serves the live
+// host (or follows the archive pmlogger is writing), whose times continue
+// the recorded ones, so no time shift is needed; only this replay of an old
+// recording leaves a gap in time between the two parts.
+func TestBackfillJoinsScrape(t *testing.T) {
+	e2e.Require(t, "prometheus")
+	const (
+		job   = "pcp-join"
+		bound = "2026-11-22T08:58:27.416208Z" // a record of every 1 s metric, 60 s into the archive
+	)
+	boundary, _ := time.Parse(time.RFC3339Nano, bound)
+	arch := filepath.Join(corpus, "archives", "live", "live")
+	addr := e2e.FreeAddr(t)
+	data := t.TempDir()
+
+	bf := exec.Command(os.Args[0], "backfill", "--quiet", "--output=tsdb:"+data, "--finish="+bound,
+		"--label=job="+job, "--label=instance="+addr, arch)
+	bf.Env = append(os.Environ(), "PCP_EXPORTER_TEST_MAIN=1")
+	if out, err := bf.CombinedOutput(); err != nil {
+		t.Fatalf("backfill: %v\n%s", err, out)
+	}
+
+	base := "http://" + addr
+	startExporter(t, http.DefaultClient, base, "serve", "--web.listen-address="+addr, "--archive="+arch,
+		"--replay.start="+bound, "--replay.interp=prior")
+	begin := time.Now()
+	prom := e2e.StartPrometheus(t, fmt.Sprintf(`global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: %q
+    static_configs:
+      - targets: [%q]
+`, job, addr), data)
+
+	// a few scrapes after the first
+	var scrapes int
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(time.Second)
+		r := e2e.PromQuery(t, prom, fmt.Sprintf(`count_over_time(up{job=%q}[1m])`, job), time.Time{})
+		if len(r) == 1 {
+			scrapes, _ = strconv.Atoi(fmt.Sprint(r[0].Value[1]))
+		}
+		if scrapes >= 4 {
+			break
+		}
+	}
+	if scrapes < 4 {
+		t.Fatalf("%d scrapes in 30 s", scrapes)
+	}
+	end := time.Now()
+	window := fmt.Sprintf("[%ds]", int(end.Sub(boundary).Seconds())+600)
+
+	type side struct {
+		n           int
+		first, last float64 // values
+		firstT      float64
+		lastT       float64
+	}
+	type series struct{ before, after side }
+	all := map[string]*series{}
+	names := map[string]bool{}
+	for _, s := range e2e.PromQuery(t, prom, fmt.Sprintf(`{job=%q}%s`, job, window), end) {
+		name := s.Metric["__name__"]
+		if selfMetric(name) {
+			continue
+		}
+		if s.Metric["instance"] != addr {
+			t.Errorf("series with instance %q: %v", s.Metric["instance"], s.Metric)
+		}
+		names[name] = true
+		var labels []string
+		for k, v := range s.Metric {
+			labels = append(labels, k+"="+strconv.Quote(v))
+		}
+		sort.Strings(labels)
+		key := "{" + strings.Join(labels, ",") + "}"
+		if all[key] != nil {
+			t.Fatalf("series %s returned twice", key)
+		}
+		ser := &series{}
+		all[key] = ser
+		for _, p := range s.Values {
+			at, _ := strconv.ParseFloat(fmt.Sprint(p[0]), 64)
+			v, err := strconv.ParseFloat(fmt.Sprint(p[1]), 64)
+			if err != nil {
+				t.Fatalf("%s: value %v", key, p[1])
+			}
+			sd := &ser.after
+			if at <= float64(boundary.UnixMilli())/1000 {
+				sd = &ser.before
+			} else if at < float64(begin.Unix()) {
+				t.Errorf("%s: a sample at %v, between the boundary and the first scrape", key, at)
+				continue
+			}
+			if sd.n == 0 {
+				sd.first, sd.firstT = v, at
+			}
+			sd.n++
+			sd.last, sd.lastT = v, at
+		}
+	}
+	// the continuity check below needs the first scrape (the one serving
+	// the boundary) stored
+	if up := e2e.PromQuery(t, prom, fmt.Sprintf(`up{job=%q}%s`, job, window), end); len(up) != 1 || len(up[0].Values) == 0 || fmt.Sprint(up[0].Values[0][1]) != "1" {
+		t.Fatalf("the first scrape failed: up = %+v", up)
+	}
+	if len(all) < 20 {
+		t.Fatalf("only %d series of job %s", len(all), job)
+	}
+	keys := make([]string, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		s := all[k]
+		switch {
+		case s.before.n == 0:
+			t.Errorf("%s: scraped only (%d samples), no backfilled sample: a duplicate of a backfilled series?", k, s.after.n)
+		case s.after.n == 0:
+			t.Errorf("%s: backfilled only (%d samples), not scraped: a duplicate of a scraped series?", k, s.before.n)
+		case strings.Contains(k, `_total"`) && s.before.lastT != float64(boundary.UnixMilli())/1000:
+			t.Errorf("%s: last backfilled sample at %v, want the boundary %v", k, s.before.lastT, float64(boundary.UnixMilli())/1000)
+		case s.after.first != s.before.last:
+			t.Errorf("%s: first scraped value %v, last backfilled value %v: not continuous at the boundary", k, s.after.first, s.before.last)
+		}
+	}
+	t.Logf("%d series of %d metrics joined; %d scrapes", len(all), len(names), scrapes)
+	if s := all[`{__name__="kernel_all_cpu_user_seconds_total",instance=`+strconv.Quote(addr)+`,job=`+strconv.Quote(job)+`}`]; s == nil || !(s.after.last > s.after.first) {
+		t.Errorf("kernel_all_cpu_user_seconds_total did not advance in the replay: %+v", s)
+	}
+
+	// libpcp's values at the boundary (records.csv, sample 70), in base
+	// units: kernel.all.cpu.user 1458670 ms, disk.dev.read_bytes[vda]
+	// 3536961 Kbyte
+	for q, want := range map[string]float64{
+		`kernel_all_cpu_user_seconds_total`:         1458.670,
+		`disk_dev_read_bytes_total{instname="vda"}`: 3536961 * 1024,
+	} {
+		sel := strings.Replace(q, "{", fmt.Sprintf("{job=%q,", job), 1)
+		if !strings.Contains(sel, "{") {
+			sel += fmt.Sprintf("{job=%q}", job)
+		}
+		got := 0
+		for k, s := range all {
+			if !matches(k, sel) {
+				continue
+			}
+			got++
+			if math.Abs(s.after.first-want) > 1e-9*want || math.Abs(s.before.last-want) > 1e-9*want {
+				t.Errorf("%s: backfilled %v, scraped %v at the boundary; libpcp %v", k, s.before.last, s.after.first, want)
+			}
+		}
+		if got != 1 {
+			t.Errorf("%s: %d series, want 1", sel, got)
+		}
+	}
+
+	// no counter reset across the join, as Prometheus counts them
+	counters := 0
+	for n := range names {
+		if !strings.HasSuffix(n, "_total") {
+			continue
+		}
+		counters++
+		for _, r := range e2e.PromQuery(t, prom, fmt.Sprintf(`resets(%s{job=%q}%s) > 0`, n, job, window), end) {
+			t.Errorf("%s: counter reset in the joined series %v", n, r.Metric)
+		}
+	}
+	if counters < 5 {
+		t.Errorf("only %d counters", counters)
+	}
+}
+
+// selfMetric reports whether a series of the scrape job is Prometheus's
+// own (up, scrape_*) or the exporter's (its self-metrics and Go
+// collectors), which a backfill does not write.
+func selfMetric(name string) bool {
+	if name == "up" {
+		return true
+	}
+	for _, p := range []string{"scrape_", "pcp_exporter_", "go_", "process_", "promhttp_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// matches reports whether the series key (sorted name="value" pairs)
+// holds every matcher of sel, a selector name{l="v",...}.
+func matches(key, sel string) bool {
+	name, rest, _ := strings.Cut(sel, "{")
+	if !strings.Contains(key, `__name__=`+strconv.Quote(name)+`,`) && !strings.Contains(key, `__name__=`+strconv.Quote(name)+`}`) {
+		return false
+	}
+	for _, m := range strings.Split(strings.TrimSuffix(rest, "}"), ",") {
+		l, v, _ := strings.Cut(m, "=")
+		if !strings.Contains(key, l+"="+v) {
+			return false
+		}
+	}
+	return true
+}
