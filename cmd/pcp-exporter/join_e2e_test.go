@@ -240,3 +240,117 @@ func matches(key, sel string) bool {
 	}
 	return true
 }
+
+// TestBackfillJoinsFollow joins history with live data as a user does on a
+// host: the real pmlogger logs the local pmcd every second; the archive it
+// is writing is backfilled up to T (3 s ago) into TSDB blocks with --label
+// job=J --label instance=I, then Prometheus starts on those blocks and
+// scrapes `serve --archive DIR` following the same archive as job J at
+// address I. Here backfilled and scraped samples share one time line (the
+// host's clock), with no shift: every series has samples on both sides of
+// T, and each counter's samples, the backfilled then the scraped ones, never
+// decrease (Prometheus counts no reset over the joined range). A follow
+// scrape at time S serves the archive at S minus --archive.delay, so a
+// backfill must end at least that delay before scraping starts (the README
+// says so); T is 3 s before the first scrape, the delay 2 s.
+func TestBackfillJoinsFollow(t *testing.T) {
+	bins := e2e.Require(t, "pmlogger", "pminfo", "prometheus")
+	if out, err := exec.Command(bins[1], "-f", "pmcd.version").CombinedOutput(); err != nil {
+		if e2e.Mandatory() {
+			t.Fatalf("pmcd is not answering: %v\n%s", err, out)
+		}
+		t.Skipf("pmcd is not answering: %v", err)
+	}
+	const job = "pcp-host"
+	dir := t.TempDir()
+	arch := filepath.Join(dir, "host")
+	if err := os.Mkdir(arch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "pmlogger.config")
+	if err := os.WriteFile(cfg, []byte("log mandatory on 1 sec {\n    kernel.all.cpu.user\n    kernel.all.cpu.sys\n    kernel.percpu.cpu.idle\n    mem.util.used\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pl := exec.Command(bins[0], "-t", "1", "-c", cfg, "-l", filepath.Join(dir, "pmlogger.log"), filepath.Join(arch, time.Now().UTC().Format("20060102.15.04.05")))
+	if err := pl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pl.Process.Kill(); pl.Wait() })
+	time.Sleep(7 * time.Second)
+
+	addr := e2e.FreeAddr(t)
+	data := t.TempDir()
+	boundary := time.Now().Add(-3 * time.Second).Truncate(time.Millisecond)
+	bf := exec.Command(os.Args[0], "backfill", "--quiet", "--output=tsdb:"+data, "--finish="+boundary.UTC().Format(time.RFC3339Nano),
+		"--label=job="+job, "--label=instance="+addr, arch)
+	bf.Env = append(os.Environ(), "PCP_EXPORTER_TEST_MAIN=1")
+	if out, err := bf.CombinedOutput(); err != nil {
+		t.Fatalf("backfill: %v\n%s", err, out)
+	}
+	begin := time.Now()
+	startExporter(t, http.DefaultClient, "http://"+addr, "serve", "--web.listen-address="+addr, "--archive="+arch,
+		"--replay.interp=prior") // the rule of the installed libpcp (6.0.3)
+	prom := e2e.StartPrometheus(t, fmt.Sprintf(`global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: %q
+    static_configs:
+      - targets: [%q]
+`, job, addr), data)
+	scrapes := 0
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && scrapes < 4 {
+		time.Sleep(time.Second)
+		if r := e2e.PromQuery(t, prom, fmt.Sprintf(`count_over_time(up{job=%q}[1m])`, job), time.Time{}); len(r) == 1 {
+			scrapes, _ = strconv.Atoi(fmt.Sprint(r[0].Value[1]))
+		}
+	}
+	if scrapes < 4 {
+		t.Fatalf("%d scrapes in 30 s", scrapes)
+	}
+	end := time.Now()
+	window := fmt.Sprintf("[%ds]", int(end.Sub(boundary).Seconds())+60)
+	b := float64(boundary.UnixMilli()) / 1000
+	series, counters := 0, 0
+	for _, s := range e2e.PromQuery(t, prom, fmt.Sprintf(`{job=%q}%s`, job, window), end) {
+		name := s.Metric["__name__"]
+		if selfMetric(name) {
+			continue
+		}
+		series++
+		before, after := 0, 0
+		last := math.Inf(-1)
+		for _, p := range s.Values {
+			at, _ := strconv.ParseFloat(fmt.Sprint(p[0]), 64)
+			v, _ := strconv.ParseFloat(fmt.Sprint(p[1]), 64)
+			switch {
+			case at <= b:
+				before++
+			case at >= float64(begin.Unix()):
+				after++
+			default:
+				t.Errorf("%v: a sample at %.3f, between the boundary %.3f and the first scrape", s.Metric, at, b)
+			}
+			if strings.HasSuffix(name, "_total") {
+				if v < last {
+					t.Errorf("%v: %v at %.3f after %v: a counter decreasing across the join", s.Metric, v, at, last)
+				}
+				last = v
+			}
+		}
+		if before == 0 || after == 0 {
+			t.Errorf("%v: %d backfilled and %d scraped samples: not one joined series", s.Metric, before, after)
+		}
+		if strings.HasSuffix(name, "_total") {
+			counters++
+			r := e2e.PromQuery(t, prom, fmt.Sprintf(`resets(%s{job=%q,instname=%q}%s)`, name, job, s.Metric["instname"], window), end)
+			if len(r) != 1 || fmt.Sprint(r[0].Value[1]) != "0" {
+				t.Errorf("resets(%v) = %v, want 0", s.Metric, r)
+			}
+		}
+	}
+	if counters < 3 || series < 5 {
+		t.Errorf("%d series, %d counters", series, counters)
+	}
+	t.Logf("%d series (%d counters) joined; %d scrapes", series, counters, scrapes)
+}
