@@ -50,12 +50,7 @@ func TestBackfillJoinsScrape(t *testing.T) {
 	addr := e2e.FreeAddr(t)
 	data := t.TempDir()
 
-	bf := exec.Command(os.Args[0], "backfill", "--quiet", "--output=tsdb:"+data, "--finish="+bound,
-		"--label=job="+job, "--label=instance="+addr, arch)
-	bf.Env = append(os.Environ(), "PCP_EXPORTER_TEST_MAIN=1")
-	if out, err := bf.CombinedOutput(); err != nil {
-		t.Fatalf("backfill: %v\n%s", err, out)
-	}
+	backfillCLI(t, "--output=tsdb:"+data, "--finish="+bound, "--label=job="+job, "--label=instance="+addr, arch)
 
 	base := "http://" + addr
 	startExporter(t, http.DefaultClient, base, "serve", "--web.listen-address="+addr, "--archive="+arch,
@@ -69,22 +64,7 @@ scrape_configs:
       - targets: [%q]
 `, job, addr), data)
 
-	// a few scrapes after the first
-	var scrapes int
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		time.Sleep(time.Second)
-		r := e2e.PromQuery(t, prom, fmt.Sprintf(`count_over_time(up{job=%q}[1m])`, job), time.Time{})
-		if len(r) == 1 {
-			scrapes, _ = strconv.Atoi(fmt.Sprint(r[0].Value[1]))
-		}
-		if scrapes >= 4 {
-			break
-		}
-	}
-	if scrapes < 4 {
-		t.Fatalf("%d scrapes in 30 s", scrapes)
-	}
+	scrapes := waitScrapes(t, prom, job, 4)
 	end := time.Now()
 	window := fmt.Sprintf("[%ds]", int(end.Sub(boundary).Seconds())+600)
 
@@ -281,12 +261,8 @@ func TestBackfillJoinsFollow(t *testing.T) {
 	addr := e2e.FreeAddr(t)
 	data := t.TempDir()
 	boundary := time.Now().Add(-3 * time.Second).Truncate(time.Millisecond)
-	bf := exec.Command(os.Args[0], "backfill", "--quiet", "--output=tsdb:"+data, "--finish="+boundary.UTC().Format(time.RFC3339Nano),
+	backfillCLI(t, "--output=tsdb:"+data, "--finish="+boundary.UTC().Format(time.RFC3339Nano),
 		"--label=job="+job, "--label=instance="+addr, arch)
-	bf.Env = append(os.Environ(), "PCP_EXPORTER_TEST_MAIN=1")
-	if out, err := bf.CombinedOutput(); err != nil {
-		t.Fatalf("backfill: %v\n%s", err, out)
-	}
 	begin := time.Now()
 	startExporter(t, http.DefaultClient, "http://"+addr, "serve", "--web.listen-address="+addr, "--archive="+arch,
 		"--replay.interp=prior") // the rule of the installed libpcp (6.0.3)
@@ -297,17 +273,7 @@ scrape_configs:
     static_configs:
       - targets: [%q]
 `, job, addr), data)
-	scrapes := 0
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && scrapes < 4 {
-		time.Sleep(time.Second)
-		if r := e2e.PromQuery(t, prom, fmt.Sprintf(`count_over_time(up{job=%q}[1m])`, job), time.Time{}); len(r) == 1 {
-			scrapes, _ = strconv.Atoi(fmt.Sprint(r[0].Value[1]))
-		}
-	}
-	if scrapes < 4 {
-		t.Fatalf("%d scrapes in 30 s", scrapes)
-	}
+	scrapes := waitScrapes(t, prom, job, 4)
 	end := time.Now()
 	window := fmt.Sprintf("[%ds]", int(end.Sub(boundary).Seconds())+60)
 	b := float64(boundary.UnixMilli()) / 1000
@@ -353,4 +319,29 @@ scrape_configs:
 		t.Errorf("%d series, %d counters", series, counters)
 	}
 	t.Logf("%d series (%d counters) joined; %d scrapes", series, counters, scrapes)
+}
+
+// waitScrapes waits up to 30 s for n scrapes of job by Prometheus and
+// returns how many it made.
+func waitScrapes(t *testing.T, prom, job string, n int) int {
+	t.Helper()
+	scrapes := 0
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && scrapes < n; {
+		time.Sleep(time.Second)
+		if r := e2e.PromQuery(t, prom, fmt.Sprintf(`count_over_time(up{job=%q}[1m])`, job), time.Time{}); len(r) == 1 {
+			scrapes, _ = strconv.Atoi(fmt.Sprint(r[0].Value[1]))
+		}
+	}
+	if scrapes < n {
+		t.Fatalf("%d scrapes of %s in 30 s, want %d", scrapes, job, n)
+	}
+	return scrapes
+}
+
+// backfillCLI runs `pcp-exporter backfill --quiet args` to its end.
+func backfillCLI(t *testing.T, args ...string) {
+	t.Helper()
+	if code, stderr := runCLI(t, nil, append([]string{"backfill", "--quiet"}, args...)...); code != 0 {
+		t.Fatalf("backfill %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+	}
 }
