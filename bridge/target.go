@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +23,7 @@ next:
 			continue
 		}
 		for _, t := range out {
-			if sameLabels(t, s.target) {
+			if slices.Equal(t, s.target) {
 				continue next
 			}
 		}
@@ -37,18 +38,6 @@ func (c *Collector) Targets() [][]mapping.LabelPair {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.targets(nil)
-}
-
-func sameLabels(a, b []mapping.LabelPair) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // appendTargets appends target_info, a series of value 1 per target: an

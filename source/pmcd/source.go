@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -380,7 +381,7 @@ func (s *Source) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) 
 // pmcd's request size for pmids and decodes the replies into res.
 func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result) error {
 	c := s.c
-	if !samePMIDs(s.req, pmids) {
+	if !slices.Equal(s.req, pmids) {
 		s.req = append(s.req[:0], pmids...)
 		s.types = s.types[:0]
 		s.indoms = s.indoms[:0]
@@ -459,18 +460,6 @@ func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result) error {
 	}
 	s.rd.link(res.Sets)
 	return nil
-}
-
-func samePMIDs(a, b []semantics.PMID) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // flag records pmcd's state-change flags: metadata is read again before
