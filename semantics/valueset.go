@@ -32,6 +32,13 @@ func (v *Value) SetBytes(t Type, b []byte) {
 // BlockValue decode one value of either form; the walk over the sets is the
 // reader's own, since pointers are relative to different starts.
 
+// Value formats of a pmValueSet (PM_VAL_*).
+const (
+	ValInsitu = 0 // the value is the 32-bit word itself
+	ValDptr   = 1 // a pointer to a pmValueBlock (dynamic in libpcp)
+	ValSptr   = 2 // a pointer to a pmValueBlock (static in libpcp)
+)
+
 // InsituValue decodes the 32-bit word of an INSITU value of a metric of type
 // t (32 or U32; ancient archives also stored FLOAT this way).
 func InsituValue(t Type, w uint32) Value {

@@ -165,38 +165,7 @@ func TestInDomDeltasMatchPmdumplog(t *testing.T) {
 		}
 		t.Fatalf("pmdumplog: %v\n%s", err, stderr)
 	}
-	var indom semantics.InDom
-	var when time.Time
-	var want []string
-	checked := 0
-	flush := func() {
-		if when.IsZero() {
-			return
-		}
-		var got []string
-		for _, in := range a.InstancesAt(indom, when) {
-			got = append(got, fmt.Sprintf("%d %s", in.ID, in.Name))
-		}
-		if strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Errorf("indom %s at %s:\n got %q\nwant %q", indom, when.Format(time.RFC3339Nano), got, want)
-		}
-		checked++
-		when, want = time.Time{}, nil
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if m := reIndomHead.FindStringSubmatch(line); m != nil {
-			flush()
-			var d, s uint32
-			fmt.Sscanf(m[1], "%d.%d", &d, &s)
-			indom = semantics.NewInDom(d, s)
-		} else if m := reIndomTime.FindStringSubmatch(line); m != nil {
-			flush()
-			when = todTime(t, a.Label().Start, m[1])
-		} else if m := reIndomInst.FindStringSubmatch(line); m != nil {
-			want = append(want, m[1]+" "+m[2])
-		}
-	}
-	flush()
+	checked := checkInDomsAgainstPmdumplog(t, a, out)
 	if checked < len(expected) {
 		t.Errorf("%d indom records checked against pmdumplog, want at least %d", checked, len(expected))
 	}

@@ -43,38 +43,7 @@ func TestInstancesAtMatchesPmdumplog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var indom semantics.InDom
-			var at time.Time
-			var want []string
-			checked := 0
-			flush := func() {
-				if at.IsZero() {
-					return
-				}
-				var got []string
-				for _, in := range a.InstancesAt(indom, at) {
-					got = append(got, fmt.Sprintf("%d %s", in.ID, in.Name))
-				}
-				if strings.Join(got, "|") != strings.Join(want, "|") {
-					t.Errorf("indom %s at %s:\n got %q\nwant %q", indom, at.Format(time.RFC3339Nano), got, want)
-				}
-				checked++
-				at, want = time.Time{}, nil
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if m := reIndomHead.FindStringSubmatch(line); m != nil {
-					flush()
-					var d, s uint32
-					fmt.Sscanf(m[1], "%d.%d", &d, &s)
-					indom = semantics.NewInDom(d, s)
-				} else if m := reIndomTime.FindStringSubmatch(line); m != nil {
-					flush()
-					at = todTime(t, a.Label().Start, m[1])
-				} else if m := reIndomInst.FindStringSubmatch(line); m != nil {
-					want = append(want, m[1]+" "+m[2])
-				}
-			}
-			flush()
+			checked := checkInDomsAgainstPmdumplog(t, a, b)
 			total := 0
 			for _, m := range a.Metrics() {
 				if m.Desc.InDom != semantics.InDomNull {
@@ -86,6 +55,46 @@ func TestInstancesAtMatchesPmdumplog(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkInDomsAgainstPmdumplog compares the instance domain in force at each
+// indom record time of a (deltas applied) with out, the output of
+// `pmdumplog -i`, and returns how many records it checked.
+func checkInDomsAgainstPmdumplog(t *testing.T, a *Archive, out []byte) int {
+	t.Helper()
+	var indom semantics.InDom
+	var at time.Time
+	var want []string
+	checked := 0
+	flush := func() {
+		if at.IsZero() {
+			return
+		}
+		var got []string
+		for _, in := range a.InstancesAt(indom, at) {
+			got = append(got, fmt.Sprintf("%d %s", in.ID, in.Name))
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("indom %s at %s:\n got %q\nwant %q", indom, at.Format(time.RFC3339Nano), got, want)
+		}
+		checked++
+		at, want = time.Time{}, nil
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if m := reIndomHead.FindStringSubmatch(line); m != nil {
+			flush()
+			var d, s uint32
+			fmt.Sscanf(m[1], "%d.%d", &d, &s)
+			indom = semantics.NewInDom(d, s)
+		} else if m := reIndomTime.FindStringSubmatch(line); m != nil {
+			flush()
+			at = todTime(t, a.Label().Start, m[1])
+		} else if m := reIndomInst.FindStringSubmatch(line); m != nil {
+			want = append(want, m[1]+" "+m[2])
+		}
+	}
+	flush()
+	return checked
 }
 
 var reIndexLine = regexp.MustCompile(`^(\d\d:\d\d:\d\d\.\d+)\s+(\d+)\s+(\d+)\s+(\d+)$`)

@@ -12,13 +12,6 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
-// Value formats of a pmValueSet (PM_VAL_*).
-const (
-	valInsitu = 0
-	valDptr   = 1
-	valSptr   = 2
-)
-
 // runsRefused counts the runs skipRun found and did not pass over (tests).
 var runsRefused atomic.Int64
 
@@ -650,9 +643,9 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		vl := rec[p : p+8*nv]
 		p += 8 * nv
 		switch valfmt {
-		case valInsitu:
+		case semantics.ValInsitu:
 			decodeInsitu(dst, vl, typ)
-		case valDptr, valSptr:
+		case semantics.ValDptr, semantics.ValSptr:
 			r.setBytes = false
 			if err := r.decodeBlocks(dst, vl, typ, rec[:end], off, p-8*nv, pmid); err != nil {
 				return err

@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"testing"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
 
 // fakePMCD is a minimal pmcd on loopback for fault tests: it serves a tiny
@@ -192,7 +194,7 @@ func goodResult(pmids []uint32) []byte {
 	blocks := []byte{}
 	off := (12 + 20 + 20*n) / 4
 	for i, id := range pmids {
-		sets = append(sets, be(id, 1, valDptr, 0xffffffff, off+uint32(i)*3)...)
+		sets = append(sets, be(id, 1, semantics.ValDptr, 0xffffffff, off+uint32(i)*3)...)
 		blocks = append(blocks, be(3<<24|12, 0, 42)...)
 	}
 	return mkpdu(pduHighresResult, append(sets, blocks...))

@@ -278,7 +278,7 @@ func TestNewInstancesReadAgain(t *testing.T) {
 	}
 	f.setInsts("zero", "one")
 	// a result with instances 0 and 1 of fake.a
-	sets := be(1, 0, 1, 0, 7, fakeA, 2, valInsitu, 0, 5, 1, 6)
+	sets := be(1, 0, 1, 0, 7, fakeA, 2, semantics.ValInsitu, 0, 5, 1, 6)
 	reply := mkpdu(pduHighresResult, sets)
 	f.setFetch(func(c net.Conn, _ []uint32) bool { c.Write(reply); return true })
 	var res source.Result

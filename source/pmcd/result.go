@@ -9,13 +9,6 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
-// Value formats of a value set (PM_VAL_*).
-const (
-	valInsitu = 0
-	valDptr   = 1
-	valSptr   = 2
-)
-
 // resultDecoder decodes fetch replies into reused storage: after the first
 // fetch of a metric set, decoding allocates nothing.
 type resultDecoder struct {
@@ -108,14 +101,14 @@ func (r *resultDecoder) decode(p pdu, pmids []semantics.PMID, types []semantics.
 		dst := r.vals[base:]
 		vl := b[pos : pos+8*nv]
 		switch valfmt {
-		case valInsitu:
+		case semantics.ValInsitu:
 			t := types[i]
 			for j := range dst {
 				w := vl[8*j:]
 				dst[j].Inst = int32(binary.BigEndian.Uint32(w))
 				dst[j].Value = semantics.InsituValue(t, binary.BigEndian.Uint32(w[4:]))
 			}
-		case valDptr, valSptr:
+		case semantics.ValDptr, semantics.ValSptr:
 			for j := range dst {
 				w := vl[8*j:]
 				bo := int(binary.BigEndian.Uint32(w[4:])) * 4
