@@ -35,7 +35,7 @@ LDFLAGS   := -s -w \
 	-X $(VPKG).BuildUser=$(BUILDUSER) \
 	-X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all test test-long race build generate lint vet fmt shellcheck fuzz bench bench-go bench-peers soak helm image clean
+.PHONY: all test test-long race build generate lint vet fmt shellcheck fuzz bench bench-compare bench-go bench-peers soak helm image clean
 
 all: lint build test
 
@@ -73,6 +73,11 @@ fuzz:
 
 bench:
 	bash bench/run-all.sh
+
+# make bench-compare BASE=<commit>: the user workloads by BASE's build and
+# the working tree's, side by side in one run (bench/compare.sh).
+bench-compare:
+	bash bench/compare.sh $(or $(BASE),$(error set BASE=<commit>))
 
 bench-go:
 	GOMAXPROCS=$${GOMAXPROCS:-1} $(GO) test -run '^$$' -bench . -benchmem -count 1 ./...

@@ -64,4 +64,27 @@ need_w2() {
 	fi
 }
 
+# need_long: sets LONG to the long archive (W2 six times end to end:
+# pmlogrewrite shifts each copy by 5m10s, pmlogextract joins them into
+# volumes of 5,000 records; over 1 GB), generating it under $W2_DIR when absent.
+need_long() {
+	need_w2
+	local parts k sec
+	LONG=$W2_DIR/long/w2x6
+	if [[ ! -s $LONG.meta ]]; then
+		echo "generating $LONG (6 x W2) ..." >&2
+		mkdir -p "$W2_DIR/long"
+		parts=("$W2_DIR/w2v2")
+		for k in 1 2 3 4 5; do
+			sec=$((k * 310))
+			printf 'global {\n    TIME -> +%d:%02d:%02d\n}\n' $((sec / 3600)) $((sec % 3600 / 60)) $((sec % 60)) > "$W2_DIR/long/shift$k.conf"
+			rm -f "$W2_DIR/long/part$k".*
+			/usr/lib/pcp/bin/pmlogrewrite -c "$W2_DIR/long/shift$k.conf" "$W2_DIR/w2v2" "$W2_DIR/long/part$k"
+			parts+=("$W2_DIR/long/part$k")
+		done
+		/usr/lib/pcp/bin/pmlogextract -v 5000 "${parts[@]}" "$LONG"
+		rm -f "$W2_DIR/long/part"*
+	fi
+}
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }

@@ -57,21 +57,8 @@ row "pcp-exporter replay, every metric, 100 ms" "$n"
 # of volumes, generated under $W2_DIR, never committed. Replayed in full
 # (every metric, 1 s step and 100 ms step): peak RSS must stay flat (goal
 # under 64 MiB) as the archive grows six-fold.
-long=$W2_DIR/long/w2x6
-if [[ ! -s $long.meta ]]; then
-	echo "generating $long (6 x W2) ..." >&2
-	mkdir -p "$W2_DIR/long"
-	parts=("$a")
-	for k in 1 2 3 4 5; do
-		sec=$((k * 310))
-		printf 'global {\n    TIME -> +%d:%02d:%02d\n}\n' $((sec / 3600)) $((sec % 3600 / 60)) $((sec % 60)) > "$W2_DIR/long/shift$k.conf"
-		rm -f "$W2_DIR/long/part$k".*
-		/usr/lib/pcp/bin/pmlogrewrite -c "$W2_DIR/long/shift$k.conf" "$a" "$W2_DIR/long/part$k"
-		parts+=("$W2_DIR/long/part$k")
-	done
-	/usr/lib/pcp/bin/pmlogextract -v 5000 "${parts[@]}" "$long"
-	rm -f "$W2_DIR/long/part"*
-fi
+need_long
+long=$LONG
 vols=$(find "$W2_DIR/long" -name 'w2x6.[0-9]*' | wc -l)
 bytes=$(find "$W2_DIR/long" -name 'w2x6.[0-9]*' -printf '%s\n' | awk '{s+=$1} END {print s}')
 echo
