@@ -135,3 +135,15 @@ var (
 	_ source.Generations = (*Replay)(nil)
 	_ source.Generations = (*Follow)(nil)
 )
+
+// RunStart returns when the recording run in force at t began in a
+// timeline of archives (the start of the archive holding t, or its last
+// <mark> at or before t: see Replay.Generation), reading the archives'
+// record framing up to t.
+func RunStart(archives []*Archive, t time.Time) time.Time {
+	as := append([]*Archive(nil), archives...)
+	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
+	r := newRunStarts(as)
+	defer r.close()
+	return r.at(t)
+}
