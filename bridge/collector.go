@@ -336,7 +336,7 @@ func (c *Collector) sendConst(ch chan<- prometheus.Metric, s *sourceState, i int
 	}
 	var m prometheus.Metric
 	var err error
-	if created := s.created(f, c.now()); !created.IsZero() {
+	if created := s.created(f, s.at); !created.IsZero() {
 		m, err = prometheus.NewConstMetricWithCreatedTimestamp(d, vt, c.value(f, iv.Value), created, values...)
 	} else {
 		m, err = prometheus.NewConstMetric(d, vt, c.value(f, iv.Value), values...)
@@ -349,12 +349,13 @@ func (c *Collector) sendConst(ch chan<- prometheus.Metric, s *sourceState, i int
 }
 
 // created is the start of a counter family's series when known (the
-// generation of the MMV file of a live source), else zero.
-func (s *sourceState) created(f *mapping.Family, now time.Time) time.Time {
-	if f.Type != mapping.Counter || s.When != nil {
+// source's generation at the time t of the fetch: an MMV file's creation,
+// an archive's start or last mark, pmcd's start), else zero.
+func (s *sourceState) created(f *mapping.Family, t time.Time) time.Time {
+	if f.Type != mapping.Counter {
 		return time.Time{}
 	}
-	if g := source.GenerationOf(s.Src, f.Desc.PMID); !g.After(now) {
+	if g := source.GenerationOf(s.Src, f.Desc.PMID); !g.After(t) {
 		return g
 	}
 	return time.Time{}

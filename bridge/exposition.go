@@ -174,11 +174,21 @@ func AppendStart(b []byte, start time.Time) []byte {
 	return AppendFloat(b, float64(start.UnixNano())/1e9, true)
 }
 
-// CounterStart follows the start of one cumulative series, for OTLP start
-// times and OpenMetrics _created samples alike: the generation of the file
-// it comes from when known (an MMV file's creation), else the first value
-// seen; a new run after a gap (a mark, a file gone and back); the time of
-// the last value before a value that went down (a reset in between).
+// CounterStart follows the start of one cumulative series: the one rule
+// for OpenMetrics _created samples (scrape, fetch, backfill) and OTLP start
+// times (push, backfill). The start is the generation of what the series
+// comes from when known (an MMV file's creation, an archive's start or its
+// last <mark>, pmcd's start; see source.Generations), else the first
+// value's time (OpenTelemetry's "unknown start time": a zero-duration first
+// point); a new generation starts it again at its time; a series back
+// after a gap with no new generation starts again at its value's time
+// (unknown start); a value that went down starts it at the time of the
+// value before (a "true reset" whose start is the last time the old run
+// was seen: the whole new value counts as increase, as Prometheus's rate
+// counts it, with no gap and no overlap between the two runs' points; the
+// collector's metricstarttime processor puts it 1 ms before the reset
+// point, which says the same with a worse bound). A time before the
+// previous one (a replay starting over) is a first value.
 type CounterStart struct {
 	start, lastT time.Time
 	last         float64
@@ -186,22 +196,20 @@ type CounterStart struct {
 }
 
 // Observe records value v at t and returns the series' start. gen is the
-// generation (zero: unknown); continued says whether the series had a
+// generation at t (zero: unknown); continued says whether the series had a
 // value at the previous read.
 func (st *CounterStart) Observe(v float64, t, gen time.Time, continued bool) time.Time {
+	prev := st.start
 	switch {
-	case !st.seen:
-		st.start, st.seen = t, true
-		if !gen.IsZero() && !gen.After(t) {
-			st.start = gen
-		}
+	case !st.seen || t.Before(st.lastT):
+		st.start, st.seen, prev = t, true, time.Time{}
 	case !continued:
 		st.start = t
 	case v < st.last:
 		st.start = st.lastT
 	}
-	if !gen.IsZero() && gen.After(st.start) && !gen.After(t) {
-		st.start = gen // a new generation of the file
+	if !gen.IsZero() && gen.After(prev) && !gen.After(t) {
+		st.start = gen // the first value, or a new generation since the last
 	}
 	st.last, st.lastT = v, t
 	return st.start

@@ -123,7 +123,7 @@ func TestWriteOpenMetricsMatchesClientGolang(t *testing.T) {
 					if n := parseOpenMetrics(t, got); n == 0 {
 						t.Error("no samples")
 					}
-					if created != bytes.Contains(got, []byte("_created")) && strings.HasPrefix(name, "mmv-") && naming == mapping.NamingDefault {
+					if created != bytes.Contains(got, []byte("_created")) && naming == mapping.NamingDefault {
 						t.Errorf("created %v, but _created samples: %v", created, !created)
 					}
 					if !created {

@@ -49,8 +49,9 @@ type Format struct {
 	// text format 0.0.4.
 	OpenMetrics bool
 	// Created adds to OpenMetrics a _created sample after each counter
-	// sample whose start is known (the generation of the MMV file it comes
-	// from, if the source is live). Prometheus (2.x, and 3.x unless
+	// sample whose start is known (the source's generation: an MMV file's
+	// creation, an archive's start or last <mark>, pmcd's start; see
+	// CounterStart). Prometheus (2.x, and 3.x unless
 	// created-timestamp ingestion is on) stores them as series of their
 	// own, so it is off unless asked for, as in promhttp
 	// (HandlerOpts.EnableOpenMetricsTextCreatedSamples).
@@ -101,7 +102,6 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 	created := om && format.Created
 	var genT time.Time
 	c.reads++
-	now := c.now()
 	lastSrc, lastFam, pos := (*sourceState)(nil), -1, 0
 	c.read(nil, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		if s.text.sig != s.sig || s.text.epoch != s.epoch || len(s.text.series) != len(s.families) {
@@ -115,7 +115,7 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 			b = AppendHeader(b, f, om)
 			genT = time.Time{}
 			if created && HasCreated(f) {
-				genT = s.created(f, now)
+				genT = s.created(f, s.at)
 			}
 		}
 		b = append(b, f.Name...)
@@ -150,7 +150,7 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 			// continued: with a generation, a series that comes back
 			// within it went on counting in the file
 			st := e.start
-			start := st.Observe(v, now, genT, true)
+			start := st.Observe(v, s.at, genT, true)
 			if ns := start.UnixNano(); ns != st.ns || st.n == 0 {
 				st.ns, st.n = ns, uint8(copy(st.v[:], AppendStart(st.v[:0], start)))
 			}

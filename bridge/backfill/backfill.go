@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -45,6 +46,11 @@ type Sample struct {
 	Series *Series
 	T      int64
 	V      float64
+	// Start is a counter series' start (nanoseconds since the epoch; 0 for
+	// other series), by bridge.CounterStart's rule with the archives'
+	// generations (see run.emit): OpenMetrics _created and OTLP start times
+	// come from it, as the live exporter gives them.
+	Start int64
 }
 
 // Sink receives samples in time order.
@@ -312,6 +318,12 @@ type run struct {
 	resource []mapping.LabelPair
 	info     *Series
 	infoT    int64 // milliseconds
+	// counter starts by Series.ID, with each series' last sample time
+	// (milliseconds), and the generation of the values read now (the
+	// archive's run start: see emit)
+	starts []bridge.CounterStart
+	lastT  []int64
+	gen    time.Time
 }
 
 func (r *run) mapFamilies(metrics []source.Metric) {
@@ -443,11 +455,31 @@ func (r *run) emit(fi, pos int, inst int32, v semantics.Value, t time.Time) erro
 		r.st.Read++
 		r.batch = append(r.batch, Sample{Series: r.info, T: ms, V: 1})
 	}
-	r.batch = append(r.batch, Sample{Series: s, T: t.UnixMilli(), V: val})
+	r.batch = append(r.batch, Sample{Series: s, T: t.UnixMilli(), V: val, Start: r.start(s, val, t)})
 	if len(r.batch) >= batchSize {
 		return r.flush()
 	}
 	return nil
+}
+
+// start returns a counter series' start after its value v at t (0 for
+// other series): bridge.CounterStart, the rule of /metrics and the OTLP
+// push, with r.gen as the generation. A series goes on (continued) in step
+// mode when it had a value one step before; in raw mode always, as its
+// values come in records of their own times (a <mark> makes a new
+// generation, a value that goes down a reset).
+func (r *run) start(s *Series, v float64, t time.Time) int64 {
+	if s.Family.Type != mapping.Counter {
+		return 0
+	}
+	for len(r.starts) <= s.ID {
+		r.starts = append(r.starts, bridge.CounterStart{})
+		r.lastT = append(r.lastT, math.MinInt64)
+	}
+	ms := t.UnixMilli()
+	continued := r.opts.Step <= 0 || r.lastT[s.ID] == ms-r.opts.Step.Milliseconds()
+	r.lastT[s.ID] = ms
+	return r.starts[s.ID].Observe(v, t, r.gen, continued).UnixNano()
 }
 
 // flush hands the batch to the writer; it returns the sink's error once
@@ -495,6 +527,13 @@ func (r *run) raw(ctx context.Context) error {
 			rd = a.Records()
 		}
 		rd.Only(func(p semantics.PMID) bool { _, ok := r.byPMID[p]; return ok })
+		// the run in force where the reading starts (a <mark> before
+		// --start included), then each <mark> read
+		from := a.Label().Start
+		if r.opts.Start.After(from) {
+			from = r.opts.Start
+		}
+		r.gen = archive.RunStart([]*archive.Archive{a}, from)
 		n := 0
 		for rd.Next() {
 			if n++; n%1024 == 0 && ctx.Err() != nil {
@@ -502,6 +541,9 @@ func (r *run) raw(ctx context.Context) error {
 				return ctx.Err()
 			}
 			rec := rd.Record()
+			if rec.Mark {
+				r.gen = rec.Time
+			}
 			if rec.Mark || !r.inRange(rec.Time) {
 				if !r.opts.Finish.IsZero() && rec.Time.After(r.opts.Finish) {
 					break
@@ -589,6 +631,9 @@ func (r *run) step(ctx context.Context) error {
 			if set.Err != nil {
 				r.st.Skipped["error"]++
 				continue
+			}
+			if r.fams[i].Type == mapping.Counter {
+				r.gen = source.GenerationOf(src, set.PMID)
 			}
 			for j, iv := range set.Values {
 				if err := r.emit(i, j, iv.Inst, iv.Value, t); err != nil {

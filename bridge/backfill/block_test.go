@@ -177,28 +177,28 @@ func blockStreams() (samples []Sample, wantRejected int) {
 	h := time.Hour.Milliseconds()
 	insert(counter, start+h, func(l Sample) []Sample {
 		return []Sample{
-			{counter, l.T - 1000, 1},       // out of order
-			{counter, l.T, l.V},            // same: dropped
-			{counter, l.T, l.V + 1},        // duplicate timestamp, other value
-			{counter, l.T - 60000, l.V},    // out of order
-			{counter, l.T + 1, l.V + 0.5},  // fine
-			{counter, l.T + 1, l.V + 0.25}, // duplicate
+			{Series: counter, T: l.T - 1000, V: 1},       // out of order
+			{Series: counter, T: l.T, V: l.V},            // same: dropped
+			{Series: counter, T: l.T, V: l.V + 1},        // duplicate timestamp, other value
+			{Series: counter, T: l.T - 60000, V: l.V},    // out of order
+			{Series: counter, T: l.T + 1, V: l.V + 0.5},  // fine
+			{Series: counter, T: l.T + 1, V: l.V + 0.25}, // duplicate
 		}
 	})
 	insert(random, start+3*h, func(l Sample) []Sample {
-		return []Sample{{random, l.T, l.V}, {random, l.T, -l.V}}
+		return []Sample{{Series: random, T: l.T, V: l.V}, {Series: random, T: l.T, V: -l.V}}
 	})
 	nan := math.NaN()
 	stale := math.Float64frombits(value.StaleNaN)
 	insert(nans, start+5*h, func(l Sample) []Sample {
 		return []Sample{
-			{nans, l.T + 1, nan},
-			{nans2, l.T + 1, nan},   // same bits: dropped
-			{nans, l.T + 1, stale},  // other bits: duplicate
-			{nans2, l.T + 2, stale}, // fine
-			{nans, l.T + 2, stale},  // dropped
-			{nans, l.T + 2, nan},    // duplicate
-			{nans, l.T + 2, 0},      // duplicate
+			{Series: nans, T: l.T + 1, V: nan},
+			{Series: nans2, T: l.T + 1, V: nan},   // same bits: dropped
+			{Series: nans, T: l.T + 1, V: stale},  // other bits: duplicate
+			{Series: nans2, T: l.T + 2, V: stale}, // fine
+			{Series: nans, T: l.T + 2, V: stale},  // dropped
+			{Series: nans, T: l.T + 2, V: nan},    // duplicate
+			{Series: nans, T: l.T + 2, V: 0},      // duplicate
 		}
 	})
 	return samples, 4 + 1 + 3

@@ -145,12 +145,10 @@ type omSink struct {
 }
 
 // omSeries is what the sink keeps per series: its label block, and the
-// start of a counter (its first sample: the start of the archive or of
-// --start, renewed after a reset) with its rendered value (createdV).
+// start of a counter (Sample.Start) with its rendered value (createdV).
 type omSeries struct {
 	labels   []byte
-	start    bridge.CounterStart
-	created  time.Time
+	created  int64
 	createdV []byte
 }
 
@@ -225,10 +223,9 @@ func (s *omSink) Write(_ context.Context, batch []Sample) (Outcome, error) {
 		ts := b[n:]
 		b = append(b, '\n')
 		if s.created && bridge.HasCreated(f) {
-			t := time.UnixMilli(smp.T)
-			if start := ser.start.Observe(smp.V, t, time.Time{}, true); ser.createdV == nil || !start.Equal(ser.created) {
-				ser.created = start
-				ser.createdV = bridge.AppendStart(ser.createdV[:0], start)
+			if ser.createdV == nil || smp.Start != ser.created {
+				ser.created = smp.Start
+				ser.createdV = bridge.AppendStart(ser.createdV[:0], time.Unix(0, smp.Start))
 			}
 			b = bridge.AppendCreated(b, f, ser.labels, ser.createdV)
 			b = append(b, ' ')

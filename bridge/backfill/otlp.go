@@ -24,8 +24,8 @@ type Exporter interface {
 }
 
 // OTLPSink sends samples with their original timestamps through an OTLP
-// exporter: counters as monotonic cumulative sums (start time: the series'
-// first sample, renewed when it goes down), other metrics as gauges, named
+// exporter: counters as monotonic cumulative sums (start time: Sample.Start,
+// the live push's rule), other metrics as gauges, named
 // with their PCP names and UCUM units as the live push names them. A failed
 // export (after the exporter's retries) stops the backfill; data points a
 // receiver refuses in a partial success are counted as rejected.
@@ -35,18 +35,12 @@ type Exporter interface {
 // behind it ignores equal samples, VictoriaMetrics needs
 // -dedup.minScrapeInterval.
 type OTLPSink struct {
-	exp    Exporter
-	starts map[*Series]*counterStart
-}
-
-type counterStart struct {
-	start time.Time
-	last  float64
+	exp Exporter
 }
 
 // NewOTLPSink sends through exp.
 func NewOTLPSink(exp Exporter) *OTLPSink {
-	return &OTLPSink{exp: exp, starts: map[*Series]*counterStart{}}
+	return &OTLPSink{exp: exp}
 }
 
 // Write exports one batch as one request per host.
@@ -93,15 +87,7 @@ func (s *OTLPSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
 		pt := metricdata.DataPoint[float64]{Attributes: attribute.NewSet(attrs...), Time: t, Value: smp.V}
 		switch d := m.Data.(type) {
 		case metricdata.Sum[float64]:
-			st := s.starts[smp.Series]
-			if st == nil {
-				st = &counterStart{start: t}
-				s.starts[smp.Series] = st
-			} else if smp.V < st.last {
-				st.start = t
-			}
-			st.last = smp.V
-			pt.StartTime = st.start
+			pt.StartTime = time.Unix(0, smp.Start)
 			d.DataPoints = append(d.DataPoints, pt)
 			m.Data = d
 		case metricdata.Gauge[float64]:

@@ -71,7 +71,7 @@ func backfillCommand() command {
 			cmd.Flag("label", "A label added to every series, replacing a mapped one of the same name (NAME=VALUE, repeatable): job and instance join backfilled series with scraped ones.").PlaceHolder("NAME=VALUE").StringsVar(&f.labels)
 			cmd.Flag("fail-fast", "Stop at the first batch the destination rejects (by default it is counted, reported and the backfill goes on).").BoolVar(&f.failFast)
 			cmd.Flag("remote-write.timeout", "With remote-write: timeout of one request; a request without an answer is sent again (see the README on duplicates).").Default("30s").DurationVar(&f.timeout)
-			cmd.Flag("openmetrics.created", "With openmetrics:FILE, a _created sample after each counter sample: the series' first sample, or the sample before a reset. Prometheus stores them as series of their own unless its created-timestamp ingestion is on.").BoolVar(&f.omCreated)
+			cmd.Flag("openmetrics.created", "With openmetrics:FILE, a _created sample after each counter sample: the archive's start or its last <mark> before it, or the sample before a reset (README: Counter starts). Off by default, as in promhttp: Prometheus 2.x (and 3.x unless its created-timestamp zero ingestion is on) stores each _created as a series of its own.").BoolVar(&f.omCreated)
 			cmd.Flag("otlp.insecure", "With otlp-grpc: no TLS.").BoolVar(&f.otlpInsecure)
 			f.otlpHeaders = map[string]string{}
 			cmd.Flag("otlp.headers", "With otlp-*: a header sent with every request (KEY=VALUE, repeatable).").StringMapVar(&f.otlpHeaders)

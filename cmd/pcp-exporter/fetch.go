@@ -75,7 +75,7 @@ func fetchCommand() command {
 			naming := cmd.Flag("naming", "Naming for --format openmetrics: default or pmproxy (as for serve).").Default("default").Enum("default", "pmproxy")
 			fullLabels := new(bool)
 			fullLabelsFlag(cmd, fullLabels)
-			created := cmd.Flag("openmetrics.created", "With --format openmetrics, a _created sample after each counter sample whose start is known (the MMV file's creation). Prometheus stores them as series of their own unless its created-timestamp ingestion is on.").Bool()
+			created := cmd.Flag("openmetrics.created", "With --format openmetrics, a _created sample after each counter sample whose start is known: the MMV file's creation, pmcd's start, an archive's start or last <mark> (README: Counter starts). Off by default, as in promhttp: Prometheus 2.x (and 3.x unless its created-timestamp zero ingestion is on) stores each _created as a series of its own.").Bool()
 			dflags := addDerivedFlags(cmd)
 			names := cmd.Arg("metric", "Metrics or subtrees to fetch (all when none is given).").Strings()
 			return func() error {

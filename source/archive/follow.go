@@ -66,6 +66,9 @@ type Follow struct {
 	path string
 	opts FollowOptions
 
+	// runStart is the first followed archive's start (Generation)
+	runStart time.Time
+
 	mu      sync.Mutex
 	starts  map[string]time.Time // label starts of a directory's archives
 	cur     *Replay
@@ -229,6 +232,9 @@ func (f *Follow) use(rp *Replay, base string, now time.Time) {
 		f.readValues(nil, rp.Start())
 		f.vals.Close()
 		f.vals = nil
+	}
+	if f.runStart.IsZero() {
+		f.runStart = rp.Start()
 	}
 	f.prev, f.cur, f.curBase, f.missing = f.cur, rp, base, nil
 	f.tail = rp.Archives()[0].Records()

@@ -84,6 +84,8 @@ type Replay struct {
 	haveEnd   bool
 	lastReq   float64
 	fetched   bool
+	served    time.Time  // the time of the last fetch
+	runs      *runStarts // for Generation, made at its first call
 
 	// sparse reading (see pace): the records this fetch moved the position
 	// over (passed over included), the fetches since the positioning, the
@@ -251,6 +253,9 @@ func (r *Replay) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.feed.close()
+	if r.runs != nil {
+		r.runs.close()
+	}
 	var first error
 	for _, a := range r.archives {
 		if err := a.Close(); err != nil && first == nil {
@@ -572,7 +577,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 	}
 	r.answer(pmids, pms, tReq, seenMark, res)
 	res.Time = t
-	r.lastReq, r.fetched = tReq, true
+	r.lastReq, r.fetched, r.served = tReq, true, t
 	return nil
 }
 
