@@ -18,6 +18,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/bridge/backfill"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -210,11 +211,11 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 			err = cerr
 		}
 	case "otlp-grpc", "otlp-http":
-		of := &otlpFlags{endpoint: dest, protocol: "grpc", timeout: 30 * time.Second, interval: 5 * time.Minute, insecure: f.otlpInsecure, headers: f.otlpHeaders}
+		oc := &bridge.OTLPConfig{Endpoint: dest, Protocol: "grpc", Timeout: 30 * time.Second, Interval: 5 * time.Minute, Insecure: f.otlpInsecure, Headers: f.otlpHeaders}
 		if kind == "otlp-http" {
-			of.protocol = "http/protobuf"
+			oc.Protocol = "http/protobuf"
 		}
-		exp, eerr := of.exporter(ctx)
+		exp, eerr := oc.Exporter(ctx)
 		if eerr != nil {
 			return fmt.Errorf("otlp: %w", eerr)
 		}
