@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
+	"github.com/pcp-exporter/pcp-exporter/bridge/httpd"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -65,7 +66,7 @@ type serveFlags struct {
 	naming         string
 	fullLabels     bool
 	maxRequests    int
-	http           *httpFlags
+	http           *httpd.Config
 	omCreated      bool
 	derived        *derivedFlags
 	// otlpCheck checks the OTLP push flags before anything starts.
@@ -75,7 +76,7 @@ type serveFlags struct {
 	// their own.
 	otlpStarters []func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error)
 	// reconfigurables are reloaded with the collector (the OTLP pushes).
-	reconfigurables []reconfigurable
+	reconfigurables []bridge.Reconfigurable
 }
 
 func serveCommand() command {
@@ -306,7 +307,7 @@ func (f *serveFlags) check() error {
 			return err
 		}
 	}
-	return f.http.check()
+	return checkHTTP(f.http)
 }
 
 // checkSpeed rejects a --replay.speed that is not a positive finite number.
@@ -352,17 +353,17 @@ func runServe(f *serveFlags) error {
 	}
 
 	rl := newReloader(f, col, logger, reg)
-	rl.watch(ctx)
+	rl.Watch(ctx)
 	// Liveness: a probe of the sources' status takes an MMV directory's
 	// lock; a read stuck holding it fails /-/healthy.
-	wd := newWatchdog(f.http.healthTimeout, f.http.writeTimeout, func() {
+	wd := httpd.NewWatchdog(f.http.HealthTimeout, f.http.WriteTimeout, func() {
 		for _, s := range srcs {
 			source.StatusOf(s.Src, time.Now())
 		}
 	})
 	mux := http.NewServeMux()
-	mux.HandleFunc("/-/reload", rl.handle)
-	mux.Handle(f.telemetry, wd.track(col.Handler(reg, full, promhttp.HandlerOpts{
+	mux.Handle("/-/reload", rl)
+	mux.Handle(f.telemetry, wd.Track(col.Handler(reg, full, promhttp.HandlerOpts{
 		ErrorLog:                            slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling:                       promhttp.ContinueOnError,
 		MaxRequestsInFlight:                 f.maxRequests,
@@ -370,9 +371,9 @@ func runServe(f *serveFlags) error {
 		EnableOpenMetricsTextCreatedSamples: f.omCreated,
 		Registry:                            reg,
 	})))
-	mux.Handle("/-/healthy", wd.healthy(logger))
+	mux.Handle("/-/healthy", wd.Healthy(logger))
 	// A first read makes the sources ready; a scrape does it too.
-	mux.Handle("/-/ready", &readiness{ready: col.Ready(), read: func() { col.WriteText(io.Discard) }, every: time.Second})
+	mux.Handle("/-/ready", &httpd.Readiness{Ready: col.Ready(), Read: func() { col.WriteText(io.Discard) }, Every: time.Second})
 	if f.telemetry != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "PCP Exporter",
@@ -390,35 +391,25 @@ func runServe(f *serveFlags) error {
 		}
 		mux.Handle("/", landing)
 	}
-	get := getOnly(mux)
-	server := f.http.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	get := httpd.GetOnly(mux)
+	server := f.http.Server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/-/reload" {
 			mux.ServeHTTP(w, r) // POST or PUT, checked by the reloader
 			return
 		}
 		get.ServeHTTP(w, r)
 	}))
-	listeners, err := f.http.listen(f.web, logger)
+	listeners, err := httpd.Listen(f.web, logger)
+	if errors.Is(err, httpd.ErrNoListenAddress) {
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}
-	listeners = logFailedLogins(server, listeners, logger, 10*time.Second)
+	listeners = httpd.LogFailedLogins(server, listeners, logger, 10*time.Second)
 	logger.Info("starting pcp-exporter", "version", version.Info(), "sources", len(srcs),
-		"read_timeout", f.http.readTimeout, "write_timeout", f.http.writeTimeout, "idle_timeout", f.http.idleTimeout, "max_connections", f.http.maxConns)
-	errc := make(chan error, 1)
-	go func() { errc <- web.ServeMultiple(listeners, server, f.web, logger) }()
-	select {
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err
-	case <-ctx.Done():
-		logger.Info("shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return server.Shutdown(sctx)
-	}
+		"read_timeout", f.http.ReadTimeout, "write_timeout", f.http.WriteTimeout, "idle_timeout", f.http.IdleTimeout, "max_connections", f.http.MaxConns)
+	return httpd.Serve(ctx, listeners, server, f.web, logger)
 }
 
 // pcpOnly gathers the PCP samples of a Collector (without its
