@@ -222,40 +222,12 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 		}
 	}
 	if len(replayed) > 0 {
-		as, err := archive.OpenAll(replayed)
+		src, closeReplay, err := openReplay(f, replayed, loop, rule, logger)
 		if err != nil {
 			return fail(err)
 		}
-		rp, err := archive.NewReplay(as, archive.ReplayOptions{Interp: rule})
-		if err != nil {
-			return fail(err)
-		}
-		closers = append(closers, func() { rp.Close() })
-		start, err := parseWhen("replay.start", f.replayStart, rp.Start())
-		if err != nil {
-			return fail(err)
-		}
-		end, err := rp.End()
-		if err != nil {
-			return fail(err)
-		}
-		if err := checkWindow(start, time.Time{}, rp.Start(), end, "replay.start", ""); err != nil {
-			return fail(err)
-		}
-		clock := &bridge.ReplayClock{Start: start, Speed: f.replaySpeed, Loop: loop, End: rp.End}
-		// derived metrics outermost, where a reload finds and replaces them
-		src, err := f.derived.wrap(clock.Watch(rp), logger)
-		if err != nil {
-			return fail(err)
-		}
-		name := replayed[0]
-		if len(replayed) > 1 {
-			name = fmt.Sprintf("%s (+%d)", replayed[0], len(replayed)-1)
-		}
-		if !f.demo {
-			logger.Info("replaying archives in real time", "path", name, "from", start.UTC().Format(time.RFC3339Nano), "speed", f.replaySpeed, "loop", loop)
-		}
-		srcs = append(srcs, bridge.Source{Name: name, Src: src, When: clock.When})
+		closers = append(closers, closeReplay)
+		srcs = append(srcs, src)
 	}
 	if len(srcs) > len(pmSrcs) {
 		return srcs, closeAll, nil // archives (and any pmcd named)
@@ -281,6 +253,49 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 	}
 	srcs = append(srcs, bridge.Source{Name: f.mmvDir, Src: src, Context: mmvContext()})
 	return srcs, closeAll, nil
+}
+
+// openReplay opens the archives serve replays in real time as one
+// timeline, from --replay.start at --replay.speed, with the derived
+// metrics outermost; the function returned closes the replay.
+func openReplay(f *serveFlags, replayed []string, loop bool, rule semantics.InterpRule, logger *slog.Logger) (bridge.Source, func(), error) {
+	as, err := archive.OpenAll(replayed)
+	if err != nil {
+		return bridge.Source{}, nil, err
+	}
+	rp, err := archive.NewReplay(as, archive.ReplayOptions{Interp: rule})
+	if err != nil {
+		return bridge.Source{}, nil, err
+	}
+	fail := func(err error) (bridge.Source, func(), error) {
+		rp.Close()
+		return bridge.Source{}, nil, err
+	}
+	start, err := parseWhen("replay.start", f.replayStart, rp.Start())
+	if err != nil {
+		return fail(err)
+	}
+	end, err := rp.End()
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkWindow(start, time.Time{}, rp.Start(), end, "replay.start", ""); err != nil {
+		return fail(err)
+	}
+	clock := &bridge.ReplayClock{Start: start, Speed: f.replaySpeed, Loop: loop, End: rp.End}
+	// derived metrics outermost, where a reload finds and replaces them
+	src, err := f.derived.wrap(clock.Watch(rp), logger)
+	if err != nil {
+		return fail(err)
+	}
+	name := replayed[0]
+	if len(replayed) > 1 {
+		name = fmt.Sprintf("%s (+%d)", replayed[0], len(replayed)-1)
+	}
+	if !f.demo {
+		logger.Info("replaying archives in real time", "path", name, "from", start.UTC().Format(time.RFC3339Nano), "speed", f.replaySpeed, "loop", loop)
+	}
+	return bridge.Source{Name: name, Src: src, When: clock.When}, func() { rp.Close() }, nil
 }
 
 // check rejects flag values serve cannot use, naming the flag and the value.
