@@ -48,28 +48,27 @@ func checkOTLP(c *bridge.OTLPConfig) error {
 	return nil
 }
 
-// addServeOTLP adds the OTLP push flags to serve and the push to its start.
-func addServeOTLP(cmd *kingpin.CmdClause, sf *serveFlags) {
-	c := addOTLPFlags(cmd)
-	sf.otlpCheck = func() error { return checkOTLP(c) }
-	sf.otlpStarters = append(sf.otlpStarters, func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error) {
-		if !c.Enabled() {
-			return func() {}, nil
-		}
-		// Sources of its own: a replay read by both the scrapes and the
-		// pushes would be asked for times going back and forth.
-		srcs, closeSrcs, err := open()
-		if err != nil {
-			return nil, err
-		}
-		stop, producers, err := c.StartPush(ctx, logger, reg, srcs, mapper)
-		if err != nil {
-			closeSrcs()
-			return nil, err
-		}
-		for _, p := range producers {
-			sf.reconfigurables = append(sf.reconfigurables, p)
-		}
-		return func() { stop(); closeSrcs() }, nil
-	})
+// startServePush starts serve's OTLP push when an endpoint is set, over
+// sources of its own (a replay read by both the scrapes and the pushes
+// would be asked for times going back and forth). It returns the
+// producers, which a reload reconfigures, and the function that stops the
+// push and closes its sources.
+func startServePush(ctx context.Context, f *serveFlags, logger *slog.Logger, reg prometheus.Registerer, mapper *mapping.Mapper) ([]bridge.Reconfigurable, func(), error) {
+	if !f.otlp.Enabled() {
+		return nil, func() {}, nil
+	}
+	srcs, closeSrcs, err := openServeSources(f, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop, producers, err := f.otlp.StartPush(ctx, logger, reg, srcs, mapper)
+	if err != nil {
+		closeSrcs()
+		return nil, nil, err
+	}
+	var pushed []bridge.Reconfigurable
+	for _, p := range producers {
+		pushed = append(pushed, p)
+	}
+	return pushed, func() { stop(); closeSrcs() }, nil
 }

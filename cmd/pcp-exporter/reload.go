@@ -13,10 +13,11 @@ import (
 )
 
 // newReloader reloads serve's mapping (--mapping.config) and derived
-// metrics (--derived.config) in the collector and the OTLP pushes, on
+// metrics (--derived.config) in targets (the collector and the OTLP
+// pushes' producers), on
 // SIGHUP and on POST /-/reload: a configuration that does not load keeps
 // the one in use.
-func newReloader(f *serveFlags, col *bridge.Collector, logger *slog.Logger, reg prometheus.Registerer) *httpd.Reloader {
+func newReloader(f *serveFlags, targets []bridge.Reconfigurable, logger *slog.Logger, reg prometheus.Registerer) *httpd.Reloader {
 	load := func() error {
 		mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels)
 		if err != nil {
@@ -32,7 +33,7 @@ func newReloader(f *serveFlags, col *bridge.Collector, logger *slog.Logger, reg 
 			}
 			return w, nil
 		}
-		return bridge.ReconfigureAll(mapper, rewrap, append([]bridge.Reconfigurable{col}, f.reconfigurables...)...)
+		return bridge.ReconfigureAll(mapper, rewrap, targets...)
 	}
 	return httpd.NewReloader(load, logger, reg, "mapping.config", f.mappingFile, "derived.config", f.derived.config)
 }

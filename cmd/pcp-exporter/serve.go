@@ -69,14 +69,9 @@ type serveFlags struct {
 	http           *httpd.Config
 	omCreated      bool
 	derived        *derivedFlags
-	// otlpCheck checks the OTLP push flags before anything starts.
-	otlpCheck func() error
-	pmcd      *pmcdFlags
-	// otlpStarters start pushes next to /metrics; open opens sources of
-	// their own.
-	otlpStarters []func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error)
-	// reconfigurables are reloaded with the collector (the OTLP pushes).
-	reconfigurables []bridge.Reconfigurable
+	pmcd           *pmcdFlags
+	// otlp is the push next to /metrics (when an endpoint is set).
+	otlp *bridge.OTLPConfig
 }
 
 func serveCommand() command {
@@ -109,7 +104,7 @@ func serveCommand() command {
 			fullLabelsFlag(cmd, &f.fullLabels)
 			f.derived = addDerivedFlags(cmd)
 			f.pmcd = addPMCDFlags(cmd, true)
-			addServeOTLP(cmd, f)
+			f.otlp = addOTLPFlags(cmd)
 			return func() error { return runServe(f) }
 		},
 	}
@@ -317,10 +312,8 @@ func (f *serveFlags) check() error {
 	if f.archiveDelay < 0 {
 		return usagef("--archive.delay=%v: must not be negative", f.archiveDelay)
 	}
-	if f.otlpCheck != nil {
-		if err := f.otlpCheck(); err != nil {
-			return err
-		}
+	if err := checkOTLP(f.otlp); err != nil {
+		return err
 	}
 	return checkHTTP(f.http)
 }
@@ -358,16 +351,13 @@ func runServe(f *serveFlags) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	open := func() ([]bridge.Source, func(), error) { return openServeSources(f, logger) }
-	for _, start := range f.otlpStarters {
-		stopPush, err := start(ctx, logger, reg, open, mapper)
-		if err != nil {
-			return err
-		}
-		defer stopPush()
+	pushed, stopPush, err := startServePush(ctx, f, logger, reg, mapper)
+	if err != nil {
+		return err
 	}
+	defer stopPush()
 
-	rl := newReloader(f, col, logger, reg)
+	rl := newReloader(f, append([]bridge.Reconfigurable{col}, pushed...), logger, reg)
 	rl.Watch(ctx)
 	// Liveness: a probe of the sources' status takes an MMV directory's
 	// lock; a read stuck holding it fails /-/healthy.
