@@ -36,6 +36,7 @@ type OTLPConfig struct {
 	Interval time.Duration
 	// Timeout is the timeout of one push.
 	Timeout time.Duration
+	// Headers are sent with every push.
 	Headers map[string]string
 	// Insecure pushes without TLS.
 	Insecure bool
