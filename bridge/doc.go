@@ -25,7 +25,14 @@
 //     negotiated.
 //   - otel.go: OTelConverter and OTelProducer, the same sources as
 //     OpenTelemetry metric data (cumulative sums with start times).
+//   - otlp.go: OTLPConfig, the OTLP exporter (grpc or http/protobuf, TLS,
+//     headers, retries) of serve's push and backfill's OTLP sink, and the
+//     periodic push of sources through OTelProducers.
+//   - reload.go: Reconfigure and ReconfigureAll, a new mapper and derived
+//     metrics swapped into collectors and producers between two reads.
 //   - replayclock.go: the clock that maps wall time into an archive replay.
+//
+// Package bridge/httpd is the HTTP server these handlers are served on.
 //
 // Why the fast path exists: client_golang's Gather builds a dto.Metric per
 // value and expfmt then encodes them: for 100,000 series, 2.4 million

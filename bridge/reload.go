@@ -69,3 +69,33 @@ func (p *OTelProducer) Sources() []source.Source {
 	}
 	return out
 }
+
+// Reconfigurable is what a reload reconfigures: the Collector of
+// /metrics and the OTLP pushes' OTelProducers.
+type Reconfigurable interface {
+	Sources() []source.Source
+	Reconfigure(*mapping.Mapper, []source.Source) error
+}
+
+// ReconfigureAll gives every target mapper and its sources' readers as
+// rewrap makes them from the ones in use (other derived metrics over the
+// same sources). Every reader is rewrapped before any target changes: when
+// one fails, nothing changes.
+func ReconfigureAll(mapper *mapping.Mapper, rewrap func(source.Source) (source.Source, error), targets ...Reconfigurable) error {
+	srcs := make([][]source.Source, len(targets))
+	for i, t := range targets {
+		for _, s := range t.Sources() {
+			w, err := rewrap(s)
+			if err != nil {
+				return err
+			}
+			srcs[i] = append(srcs[i], w)
+		}
+	}
+	for i, t := range targets {
+		if err := t.Reconfigure(mapper, srcs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

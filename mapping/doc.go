@@ -22,5 +22,10 @@
 // clashes deterministically (PCP name order: the first metric keeps the name,
 // the others are skipped and reported) and never fails.
 //
-// The package does no I/O beyond reading its configuration file.
+// Describe tells how a source's metrics map (family, type, unit, scale and
+// labels; instrument, kind, unit and attributes), for the mapping command's
+// JSON and table (Description.WriteTable).
+//
+// The package does no I/O beyond reading its configuration file (and
+// asking a source for its metrics and instances, in Describe).
 package mapping

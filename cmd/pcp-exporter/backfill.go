@@ -18,7 +18,9 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/bridge/backfill"
+	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
@@ -118,58 +120,9 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 			a.Close()
 		}
 	}()
-	origin := as[0].Label().Start
-	for _, a := range as {
-		if a.Label().Start.Before(origin) {
-			origin = a.Label().Start
-		}
-	}
-	opts := backfill.Options{Archives: as, Mapper: mapper, Step: f.step, FailFast: f.failFast}
-	seen := map[string]bool{}
-	for _, l := range f.labels {
-		lp, err := backfill.ParseLabel(l)
-		if err != nil {
-			return usagef("--label: %v", err)
-		}
-		if seen[lp.Name] {
-			return usagef("--label: %s given twice", lp.Name)
-		}
-		seen[lp.Name] = true
-		opts.Labels = append(opts.Labels, lp)
-	}
-	if f.interp == "prior" {
-		opts.Interp = semantics.InterpPrior
-	}
-	if f.start != "" {
-		if opts.Start, err = parseWhen("start", f.start, origin); err != nil {
-			return err
-		}
-	}
-	if f.finish != "" {
-		if opts.Finish, err = parseWhen("finish", f.finish, origin); err != nil {
-			return err
-		}
-	}
-	if f.start != "" || f.finish != "" {
-		var last time.Time
-		for _, a := range as {
-			e, err := a.End()
-			if err != nil {
-				return err
-			}
-			if e.After(last) {
-				last = e
-			}
-		}
-		if err := checkWindow(opts.Start, opts.Finish, origin, last, "start", "finish"); err != nil {
-			return err
-		}
-	}
-	if f.derived != nil && f.derived.config != "" {
-		if f.step == 0 {
-			return usagef("--derived.config needs --step: derived metrics are evaluated at fetch times")
-		}
-		opts.Wrap = func(src source.Source) (source.Source, error) { return f.derived.wrap(src, logger) }
+	opts, err := backfillOptions(f, as, mapper, logger)
+	if err != nil {
+		return err
 	}
 	tty := !f.quiet && isTerminal(os.Stderr)
 	began := time.Now()
@@ -184,48 +137,11 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		<-ctx.Done()
 		stop() // a second signal ends the process at once
 	}()
-	var st backfill.Stats
-	switch kind {
-	case "tsdb":
-		sink := backfill.NewTSDBSink(dest, logger)
-		st, err = backfill.Run(ctx, opts, sink)
-		if cerr := sink.Close(); err == nil {
-			err = cerr
-		}
-	case "remote-write":
-		sink := backfill.NewRemoteWriteSink(dest, logger)
-		if f.timeout <= 0 {
-			return usagef("--remote-write.timeout must be positive")
-		}
-		sink.Client.Timeout = f.timeout
-		st, err = backfill.Run(ctx, opts, sink)
-	case "openmetrics":
-		out, cerr := os.Create(dest)
-		if cerr != nil {
-			return cerr
-		}
-		opts.TempDir = filepath.Dir(dest)
-		st, err = backfill.WriteOpenMetrics(ctx, opts, out, f.omCreated)
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-	case "otlp-grpc", "otlp-http":
-		of := &otlpFlags{endpoint: dest, protocol: "grpc", timeout: 30 * time.Second, interval: 5 * time.Minute, insecure: f.otlpInsecure, headers: f.otlpHeaders}
-		if kind == "otlp-http" {
-			of.protocol = "http/protobuf"
-		}
-		exp, eerr := of.exporter(ctx)
-		if eerr != nil {
-			return fmt.Errorf("otlp: %w", eerr)
-		}
-		sink := backfill.NewOTLPSink(exp)
-		st, err = backfill.Run(ctx, opts, sink)
-		if cerr := sink.Close(); err == nil {
-			err = cerr
-		}
-	default:
-		return usagef("--output %q: unknown destination %q", f.output, kind)
+	write, err := backfillOutput(ctx, f, kind, dest, logger)
+	if err != nil {
+		return err
 	}
+	st, err := write(ctx, opts)
 	if tty {
 		fmt.Fprintln(stderr)
 	}
@@ -269,4 +185,116 @@ func printSummary(w io.Writer, kind string, st backfill.Stats, took time.Duratio
 	for _, e := range st.Errors {
 		fmt.Fprintf(w, "backfill: rejected: %s\n", e)
 	}
+}
+
+// backfillOptions are the backfill's options from the flags: labels, the
+// interpolation rule, the window (checked against the archives' time span)
+// and derived metrics.
+func backfillOptions(f *backfillFlags, as []*archive.Archive, mapper *mapping.Mapper, logger *slog.Logger) (backfill.Options, error) {
+	var err error
+	origin := as[0].Label().Start
+	for _, a := range as {
+		if a.Label().Start.Before(origin) {
+			origin = a.Label().Start
+		}
+	}
+	opts := backfill.Options{Archives: as, Mapper: mapper, Step: f.step, FailFast: f.failFast}
+	seen := map[string]bool{}
+	for _, l := range f.labels {
+		lp, err := backfill.ParseLabel(l)
+		if err != nil {
+			return opts, usagef("--label: %v", err)
+		}
+		if seen[lp.Name] {
+			return opts, usagef("--label: %s given twice", lp.Name)
+		}
+		seen[lp.Name] = true
+		opts.Labels = append(opts.Labels, lp)
+	}
+	if f.interp == "prior" {
+		opts.Interp = semantics.InterpPrior
+	}
+	if f.start != "" {
+		if opts.Start, err = parseWhen("start", f.start, origin); err != nil {
+			return opts, err
+		}
+	}
+	if f.finish != "" {
+		if opts.Finish, err = parseWhen("finish", f.finish, origin); err != nil {
+			return opts, err
+		}
+	}
+	if f.start != "" || f.finish != "" {
+		var last time.Time
+		for _, a := range as {
+			e, err := a.End()
+			if err != nil {
+				return opts, err
+			}
+			if e.After(last) {
+				last = e
+			}
+		}
+		if err := checkWindow(opts.Start, opts.Finish, origin, last, "start", "finish"); err != nil {
+			return opts, err
+		}
+	}
+	if f.derived != nil && f.derived.config != "" {
+		if f.step == 0 {
+			return opts, usagef("--derived.config needs --step: derived metrics are evaluated at fetch times")
+		}
+		opts.Wrap = func(src source.Source) (source.Source, error) { return f.derived.wrap(src, logger) }
+	}
+	return opts, nil
+}
+
+// backfillOutput opens the --output destination (kind:dest) and returns
+// the function that writes a backfill to it and closes it.
+func backfillOutput(ctx context.Context, f *backfillFlags, kind, dest string, logger *slog.Logger) (func(context.Context, backfill.Options) (backfill.Stats, error), error) {
+	runSink := func(sink backfill.Sink) func(context.Context, backfill.Options) (backfill.Stats, error) {
+		return func(ctx context.Context, opts backfill.Options) (backfill.Stats, error) {
+			st, err := backfill.Run(ctx, opts, sink)
+			if cerr := sink.Close(); err == nil {
+				err = cerr
+			}
+			return st, err
+		}
+	}
+	switch kind {
+	case "tsdb":
+		sink := backfill.NewTSDBSink(dest, logger)
+		return runSink(sink), nil
+	case "remote-write":
+		sink := backfill.NewRemoteWriteSink(dest, logger)
+		if f.timeout <= 0 {
+			return nil, usagef("--remote-write.timeout must be positive")
+		}
+		sink.Client.Timeout = f.timeout
+		return runSink(sink), nil
+	case "openmetrics":
+		out, err := os.Create(dest)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, opts backfill.Options) (backfill.Stats, error) {
+			opts.TempDir = filepath.Dir(dest)
+			st, err := backfill.WriteOpenMetrics(ctx, opts, out, f.omCreated)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			return st, err
+		}, nil
+	case "otlp-grpc", "otlp-http":
+		oc := &bridge.OTLPConfig{Endpoint: dest, Protocol: "grpc", Timeout: 30 * time.Second, Interval: 5 * time.Minute, Insecure: f.otlpInsecure, Headers: f.otlpHeaders}
+		if kind == "otlp-http" {
+			oc.Protocol = "http/protobuf"
+		}
+		exp, err := oc.Exporter(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("otlp: %w", err)
+		}
+		sink := backfill.NewOTLPSink(exp)
+		return runSink(sink), nil
+	}
+	return nil, usagef("--output %q: unknown destination %q", f.output, kind)
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pcp-exporter/pcp-exporter/mapping"
 )
 
 // TestMappingGolden checks the mapping command's table and JSON over the
@@ -40,7 +42,7 @@ func TestMappingGolden(t *testing.T) {
 				got = bytes.ReplaceAll(got, []byte(`"`+host+`"`), []byte(`"HOSTNAME"`))
 			}
 			if tc.format == "json" {
-				var doc mappingDoc
+				var doc mapping.Description
 				if err := json.Unmarshal(got, &doc); err != nil || len(doc.Metrics) == 0 {
 					t.Fatalf("not the mapping's JSON: %v", err)
 				}

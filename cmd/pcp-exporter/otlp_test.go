@@ -226,9 +226,9 @@ func TestOTLPPushToCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ protocol, endpoint string }{{"grpc", grpcAddr}, {"http/protobuf", "http://" + httpAddr}} {
-		f := &otlpFlags{endpoint: c.endpoint, protocol: c.protocol, interval: time.Hour, timeout: 5 * time.Second, insecure: true}
+		f := &bridge.OTLPConfig{Endpoint: c.endpoint, Protocol: c.protocol, Interval: time.Hour, Timeout: 5 * time.Second, Insecure: true}
 		srcs := []bridge.Source{{Name: "mmv", Src: d, Context: mmvContext()}, {Name: "seed", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}}
-		stop, _, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil, srcs, mapper)
+		stop, _, err := f.StartPush(context.Background(), slog.New(slog.DiscardHandler), nil, srcs, mapper)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -382,8 +382,8 @@ func TestOTLPPushAndBackfillAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &otlpFlags{endpoint: pushAddr, protocol: "grpc", interval: time.Hour, timeout: 5 * time.Second, insecure: true}
-	stop, _, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil,
+	f := &bridge.OTLPConfig{Endpoint: pushAddr, Protocol: "grpc", Interval: time.Hour, Timeout: 5 * time.Second, Insecure: true}
+	stop, _, err := f.StartPush(context.Background(), slog.New(slog.DiscardHandler), nil,
 		[]bridge.Source{{Name: "live", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}}, mapper)
 	if err != nil {
 		t.Fatal(err)

@@ -571,8 +571,8 @@ func TestOTLPPushFromPMCD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &otlpFlags{endpoint: grpcAddr, protocol: "grpc", interval: time.Hour, timeout: 5 * time.Second, insecure: true}
-	stop, _, err := f.startPush(context.Background(), slog.New(slog.DiscardHandler), nil, []bridge.Source{{Name: "pmcd", Src: s}}, mapper)
+	f := &bridge.OTLPConfig{Endpoint: grpcAddr, Protocol: "grpc", Interval: time.Hour, Timeout: 5 * time.Second, Insecure: true}
+	stop, _, err := f.StartPush(context.Background(), slog.New(slog.DiscardHandler), nil, []bridge.Source{{Name: "pmcd", Src: s}}, mapper)
 	if err != nil {
 		t.Fatal(err)
 	}

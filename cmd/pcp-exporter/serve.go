@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
+	"github.com/pcp-exporter/pcp-exporter/bridge/httpd"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -65,17 +66,12 @@ type serveFlags struct {
 	naming         string
 	fullLabels     bool
 	maxRequests    int
-	http           *httpFlags
+	http           *httpd.Config
 	omCreated      bool
 	derived        *derivedFlags
-	// otlpCheck checks the OTLP push flags before anything starts.
-	otlpCheck func() error
-	pmcd      *pmcdFlags
-	// otlpStarters start pushes next to /metrics; open opens sources of
-	// their own.
-	otlpStarters []func(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, open func() ([]bridge.Source, func(), error), mapper *mapping.Mapper) (func(), error)
-	// reconfigurables are reloaded with the collector (the OTLP pushes).
-	reconfigurables []reconfigurable
+	pmcd           *pmcdFlags
+	// otlp is the push next to /metrics (when an endpoint is set).
+	otlp *bridge.OTLPConfig
 }
 
 func serveCommand() command {
@@ -108,7 +104,7 @@ func serveCommand() command {
 			fullLabelsFlag(cmd, &f.fullLabels)
 			f.derived = addDerivedFlags(cmd)
 			f.pmcd = addPMCDFlags(cmd, true)
-			addServeOTLP(cmd, f)
+			f.otlp = addOTLPFlags(cmd)
 			return func() error { return runServe(f) }
 		},
 	}
@@ -221,40 +217,12 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 		}
 	}
 	if len(replayed) > 0 {
-		as, err := archive.OpenAll(replayed)
+		src, closeReplay, err := openReplay(f, replayed, loop, rule, logger)
 		if err != nil {
 			return fail(err)
 		}
-		rp, err := archive.NewReplay(as, archive.ReplayOptions{Interp: rule})
-		if err != nil {
-			return fail(err)
-		}
-		closers = append(closers, func() { rp.Close() })
-		start, err := parseWhen("replay.start", f.replayStart, rp.Start())
-		if err != nil {
-			return fail(err)
-		}
-		end, err := rp.End()
-		if err != nil {
-			return fail(err)
-		}
-		if err := checkWindow(start, time.Time{}, rp.Start(), end, "replay.start", ""); err != nil {
-			return fail(err)
-		}
-		clock := &bridge.ReplayClock{Start: start, Speed: f.replaySpeed, Loop: loop, End: rp.End}
-		// derived metrics outermost, where a reload finds and replaces them
-		src, err := f.derived.wrap(clock.Watch(rp), logger)
-		if err != nil {
-			return fail(err)
-		}
-		name := replayed[0]
-		if len(replayed) > 1 {
-			name = fmt.Sprintf("%s (+%d)", replayed[0], len(replayed)-1)
-		}
-		if !f.demo {
-			logger.Info("replaying archives in real time", "path", name, "from", start.UTC().Format(time.RFC3339Nano), "speed", f.replaySpeed, "loop", loop)
-		}
-		srcs = append(srcs, bridge.Source{Name: name, Src: src, When: clock.When})
+		closers = append(closers, closeReplay)
+		srcs = append(srcs, src)
 	}
 	if len(srcs) > len(pmSrcs) {
 		return srcs, closeAll, nil // archives (and any pmcd named)
@@ -282,6 +250,49 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 	return srcs, closeAll, nil
 }
 
+// openReplay opens the archives serve replays in real time as one
+// timeline, from --replay.start at --replay.speed, with the derived
+// metrics outermost; the function returned closes the replay.
+func openReplay(f *serveFlags, replayed []string, loop bool, rule semantics.InterpRule, logger *slog.Logger) (bridge.Source, func(), error) {
+	as, err := archive.OpenAll(replayed)
+	if err != nil {
+		return bridge.Source{}, nil, err
+	}
+	rp, err := archive.NewReplay(as, archive.ReplayOptions{Interp: rule})
+	if err != nil {
+		return bridge.Source{}, nil, err
+	}
+	fail := func(err error) (bridge.Source, func(), error) {
+		rp.Close()
+		return bridge.Source{}, nil, err
+	}
+	start, err := parseWhen("replay.start", f.replayStart, rp.Start())
+	if err != nil {
+		return fail(err)
+	}
+	end, err := rp.End()
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkWindow(start, time.Time{}, rp.Start(), end, "replay.start", ""); err != nil {
+		return fail(err)
+	}
+	clock := &bridge.ReplayClock{Start: start, Speed: f.replaySpeed, Loop: loop, End: rp.End}
+	// derived metrics outermost, where a reload finds and replaces them
+	src, err := f.derived.wrap(clock.Watch(rp), logger)
+	if err != nil {
+		return fail(err)
+	}
+	name := replayed[0]
+	if len(replayed) > 1 {
+		name = fmt.Sprintf("%s (+%d)", replayed[0], len(replayed)-1)
+	}
+	if !f.demo {
+		logger.Info("replaying archives in real time", "path", name, "from", start.UTC().Format(time.RFC3339Nano), "speed", f.replaySpeed, "loop", loop)
+	}
+	return bridge.Source{Name: name, Src: src, When: clock.When}, func() { rp.Close() }, nil
+}
+
 // check rejects flag values serve cannot use, naming the flag and the value.
 func (f *serveFlags) check() error {
 	switch p := f.telemetry; {
@@ -301,12 +312,10 @@ func (f *serveFlags) check() error {
 	if f.archiveDelay < 0 {
 		return usagef("--archive.delay=%v: must not be negative", f.archiveDelay)
 	}
-	if f.otlpCheck != nil {
-		if err := f.otlpCheck(); err != nil {
-			return err
-		}
+	if err := checkOTLP(f.otlp); err != nil {
+		return err
 	}
-	return f.http.check()
+	return checkHTTP(f.http)
 }
 
 // checkSpeed rejects a --replay.speed that is not a positive finite number.
@@ -342,27 +351,24 @@ func runServe(f *serveFlags) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	open := func() ([]bridge.Source, func(), error) { return openServeSources(f, logger) }
-	for _, start := range f.otlpStarters {
-		stopPush, err := start(ctx, logger, reg, open, mapper)
-		if err != nil {
-			return err
-		}
-		defer stopPush()
+	pushed, stopPush, err := startServePush(ctx, f, logger, reg, mapper)
+	if err != nil {
+		return err
 	}
+	defer stopPush()
 
-	rl := newReloader(f, col, logger, reg)
-	rl.watch(ctx)
+	rl := newReloader(f, append([]bridge.Reconfigurable{col}, pushed...), logger, reg)
+	rl.Watch(ctx)
 	// Liveness: a probe of the sources' status takes an MMV directory's
 	// lock; a read stuck holding it fails /-/healthy.
-	wd := newWatchdog(f.http.healthTimeout, f.http.writeTimeout, func() {
+	wd := httpd.NewWatchdog(f.http.HealthTimeout, f.http.WriteTimeout, func() {
 		for _, s := range srcs {
 			source.StatusOf(s.Src, time.Now())
 		}
 	})
 	mux := http.NewServeMux()
-	mux.HandleFunc("/-/reload", rl.handle)
-	mux.Handle(f.telemetry, wd.track(col.Handler(reg, full, promhttp.HandlerOpts{
+	mux.Handle("/-/reload", rl)
+	mux.Handle(f.telemetry, wd.Track(col.Handler(reg, full, promhttp.HandlerOpts{
 		ErrorLog:                            slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling:                       promhttp.ContinueOnError,
 		MaxRequestsInFlight:                 f.maxRequests,
@@ -370,9 +376,9 @@ func runServe(f *serveFlags) error {
 		EnableOpenMetricsTextCreatedSamples: f.omCreated,
 		Registry:                            reg,
 	})))
-	mux.Handle("/-/healthy", wd.healthy(logger))
+	mux.Handle("/-/healthy", wd.Healthy(logger))
 	// A first read makes the sources ready; a scrape does it too.
-	mux.Handle("/-/ready", &readiness{ready: col.Ready(), read: func() { col.WriteText(io.Discard) }, every: time.Second})
+	mux.Handle("/-/ready", &httpd.Readiness{Ready: col.Ready(), Read: func() { col.WriteText(io.Discard) }, Every: time.Second})
 	if f.telemetry != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "PCP Exporter",
@@ -390,35 +396,25 @@ func runServe(f *serveFlags) error {
 		}
 		mux.Handle("/", landing)
 	}
-	get := getOnly(mux)
-	server := f.http.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	get := httpd.GetOnly(mux)
+	server := f.http.Server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/-/reload" {
 			mux.ServeHTTP(w, r) // POST or PUT, checked by the reloader
 			return
 		}
 		get.ServeHTTP(w, r)
 	}))
-	listeners, err := f.http.listen(f.web, logger)
+	listeners, err := httpd.Listen(f.web, logger)
+	if errors.Is(err, httpd.ErrNoListenAddress) {
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}
-	listeners = logFailedLogins(server, listeners, logger, 10*time.Second)
+	listeners = httpd.LogFailedLogins(server, listeners, logger, 10*time.Second)
 	logger.Info("starting pcp-exporter", "version", version.Info(), "sources", len(srcs),
-		"read_timeout", f.http.readTimeout, "write_timeout", f.http.writeTimeout, "idle_timeout", f.http.idleTimeout, "max_connections", f.http.maxConns)
-	errc := make(chan error, 1)
-	go func() { errc <- web.ServeMultiple(listeners, server, f.web, logger) }()
-	select {
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err
-	case <-ctx.Done():
-		logger.Info("shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return server.Shutdown(sctx)
-	}
+		"read_timeout", f.http.ReadTimeout, "write_timeout", f.http.WriteTimeout, "idle_timeout", f.http.IdleTimeout, "max_connections", f.http.MaxConns)
+	return httpd.Serve(ctx, listeners, server, f.web, logger)
 }
 
 // pcpOnly gathers the PCP samples of a Collector (without its

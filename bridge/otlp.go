@@ -1,0 +1,177 @@
+package bridge
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/pcp-exporter/pcp-exporter/mapping"
+)
+
+// OTLPConfig configures an OTLP metric exporter: serve's periodic push
+// and backfill's OTLP sink. The standard OTEL_EXPORTER_OTLP_* environment
+// variables apply to what it leaves unset.
+type OTLPConfig struct {
+	// Endpoint is HOST:PORT for grpc, a URL for http/protobuf (a base
+	// URL gets /v1/metrics, as OTEL_EXPORTER_OTLP_ENDPOINT does).
+	Endpoint string
+	// Protocol is grpc or http/protobuf.
+	Protocol string
+	// Interval is the time between pushes, and the longest the exporter
+	// retries one.
+	Interval time.Duration
+	// Timeout is the timeout of one push.
+	Timeout time.Duration
+	// Headers are sent with every push.
+	Headers map[string]string
+	// Insecure pushes without TLS.
+	Insecure bool
+	// CAFile verifies the receiver; CertFile and KeyFile are the client's
+	// certificate.
+	CAFile, CertFile, KeyFile string
+}
+
+// Enabled reports whether a push is configured: an endpoint in the
+// config or in the environment.
+func (c *OTLPConfig) Enabled() bool {
+	return c.Endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != ""
+}
+
+func (c *OTLPConfig) tlsConfig() (*tls.Config, error) {
+	if c.CAFile == "" && c.CertFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no certificate", c.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// Exporter builds the OTLP metric exporter of the config (protocol,
+// endpoint, TLS, headers, retries with backoff).
+func (c *OTLPConfig) Exporter(ctx context.Context) (sdkmetric.Exporter, error) {
+	tlsCfg, err := c.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	if c.Protocol == "http/protobuf" {
+		opts := []otlpmetrichttp.Option{otlpmetrichttp.WithTimeout(c.Timeout),
+			otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: c.Interval})}
+		if c.Endpoint != "" {
+			if strings.Contains(c.Endpoint, "://") {
+				u, err := url.Parse(c.Endpoint)
+				if err != nil {
+					return nil, fmt.Errorf("--otlp.endpoint: %w", err)
+				}
+				if u.Path == "" || u.Path == "/" {
+					u.Path = "/v1/metrics" // a base URL, as OTEL_EXPORTER_OTLP_ENDPOINT is
+				}
+				opts = append(opts, otlpmetrichttp.WithEndpointURL(u.String()))
+			} else {
+				opts = append(opts, otlpmetrichttp.WithEndpoint(c.Endpoint))
+			}
+		}
+		if c.Insecure {
+			opts = append(opts, otlpmetrichttp.WithInsecure())
+		}
+		if tlsCfg != nil {
+			opts = append(opts, otlpmetrichttp.WithTLSClientConfig(tlsCfg))
+		}
+		if len(c.Headers) > 0 {
+			opts = append(opts, otlpmetrichttp.WithHeaders(c.Headers))
+		}
+		return otlpmetrichttp.New(ctx, opts...)
+	}
+	opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithTimeout(c.Timeout),
+		otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: c.Interval})}
+	if c.Endpoint != "" {
+		if strings.Contains(c.Endpoint, "://") {
+			opts = append(opts, otlpmetricgrpc.WithEndpointURL(c.Endpoint))
+		} else {
+			opts = append(opts, otlpmetricgrpc.WithEndpoint(c.Endpoint))
+		}
+	}
+	if c.Insecure {
+		opts = append(opts, otlpmetricgrpc.WithInsecure())
+	}
+	if tlsCfg != nil {
+		opts = append(opts, otlpmetricgrpc.WithTLSCredentials(credentials.NewTLS(tlsCfg)))
+	}
+	if len(c.Headers) > 0 {
+		opts = append(opts, otlpmetricgrpc.WithHeaders(c.Headers))
+	}
+	return otlpmetricgrpc.New(ctx, opts...)
+}
+
+// StartPush starts pushing srcs with a periodic reader, one meter
+// provider per source (each source is a resource of its own: host.name,
+// service.name, ...); export failures are retried by the exporter,
+// logged, and counted in pcp_exporter_otlp_export_errors_total (registered
+// with reg when not nil), and serving goes on. It returns the function
+// that stops the pushes and the producers (one per source), which a
+// reload reconfigures.
+func (c *OTLPConfig) StartPush(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, srcs []Source, mapper *mapping.Mapper) (func(), []*OTelProducer, error) {
+	errCount := prometheus.NewCounter(prometheus.CounterOpts{Name: "pcp_exporter_otlp_export_errors_total", Help: "OTLP pushes that failed (after the exporter's retries)."})
+	if reg != nil {
+		reg.MustRegister(errCount)
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		errCount.Inc()
+		logger.Warn("OTLP push failed", "err", err)
+	}))
+	var mps []*sdkmetric.MeterProvider
+	var producers []*OTelProducer
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+		defer cancel()
+		for _, mp := range mps {
+			if err := mp.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
+				logger.Warn("OTLP shutdown", "err", err)
+			}
+		}
+	}
+	for _, src := range srcs {
+		exp, err := c.Exporter(ctx)
+		if err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("otlp: %w", err)
+		}
+		producer := NewOTelProducer(mapper, logger, src)
+		producers = append(producers, producer)
+		reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(c.Interval), sdkmetric.WithTimeout(c.Timeout),
+			sdkmetric.WithProducer(producer))
+		mps = append(mps, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(Resource(mapper, src))))
+	}
+	logger.Info("pushing metrics over OTLP", "protocol", c.Protocol, "endpoint", c.Endpoint, "interval", c.Interval)
+	return stop, producers, nil
+}
