@@ -133,10 +133,7 @@ func TestHandlerOpenMetrics(t *testing.T) {
 	c := New(mapper(t, 0), nil, Source{Name: "mmv", Src: d})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c.Self())
-	samples := prometheus.NewRegistry()
-	samples.MustRegister(SamplesOnly(c))
-	full := prometheus.Gatherers{samples, reg}
-	srv := httptest.NewServer(c.Handler(reg, full, promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}))
+	srv := httptest.NewServer(c.Handler(reg, c.WithSamples(reg), promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}))
 	defer srv.Close()
 	get := func(accept, query string) (*http.Response, []byte) {
 		req, _ := http.NewRequest("GET", srv.URL+query, nil)

@@ -198,6 +198,16 @@ func (g samplesGatherer) Gather() ([]*dto.MetricFamily, error) {
 // served through client_golang next to Self).
 func SamplesOnly(c *Collector) prometheus.Collector { return samplesCollector{c: c} }
 
+// WithSamples returns a gatherer of the PCP samples followed by what others
+// gathers (a registry holding Self and the process's own metrics): the full
+// scrape that client_golang renders for formats the fast path does not
+// write. The samples come first: the self-metrics describe that read.
+func (c *Collector) WithSamples(others prometheus.Gatherer) prometheus.Gatherer {
+	samples := prometheus.NewRegistry()
+	samples.MustRegister(SamplesOnly(c))
+	return prometheus.Gatherers{samples, others}
+}
+
 // selfCollector sends a Collector's self-metrics from its last read.
 type selfCollector struct{ c *Collector }
 

@@ -22,7 +22,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
@@ -341,13 +340,13 @@ func runServe(f *serveFlags) error {
 	}
 	defer closeSrcs()
 	col := bridge.New(mapper, logger, srcs...)
-	// reg has everything but the PCP samples, which the text fast path
-	// writes itself; full adds them for OpenMetrics and protobuf scrapes.
+	// reg has everything but the PCP samples, which the fast path (text
+	// and OpenMetrics) writes itself; WithSamples adds them for the scrapes
+	// client_golang renders (protobuf).
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("pcp_exporter"), col.Self(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerPMCD(reg, srcs)
-	full := prometheus.Gatherers{pcpOnly{col}, reg} // samples first: the self-metrics describe that read
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -368,7 +367,7 @@ func runServe(f *serveFlags) error {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/-/reload", rl)
-	mux.Handle(f.telemetry, wd.Track(col.Handler(reg, full, promhttp.HandlerOpts{
+	mux.Handle(f.telemetry, wd.Track(col.Handler(reg, col.WithSamples(reg), promhttp.HandlerOpts{
 		ErrorLog:                            slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling:                       promhttp.ContinueOnError,
 		MaxRequestsInFlight:                 f.maxRequests,
@@ -415,16 +414,4 @@ func runServe(f *serveFlags) error {
 	logger.Info("starting pcp-exporter", "version", version.Info(), "sources", len(srcs),
 		"read_timeout", f.http.ReadTimeout, "write_timeout", f.http.WriteTimeout, "idle_timeout", f.http.IdleTimeout, "max_connections", f.http.MaxConns)
 	return httpd.Serve(ctx, listeners, server, f.web, logger)
-}
-
-// pcpOnly gathers the PCP samples of a Collector (without its
-// self-metrics, which the registry has through Self).
-type pcpOnly struct{ c *bridge.Collector }
-
-func (p pcpOnly) Gather() ([]*dto.MetricFamily, error) {
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(bridge.SamplesOnly(p.c)); err != nil {
-		return nil, err
-	}
-	return reg.Gather()
 }
