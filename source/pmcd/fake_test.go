@@ -26,6 +26,9 @@ type fakePMCD struct {
 	// insts, when set, are the instances (ids 0, 1, ...) of the instance
 	// domain 60.1 of both metrics.
 	insts []string
+	// stall, when set, holds back every PMNS_TRAVERSE answer (the start
+	// of a metadata read) until it is closed.
+	stall chan struct{}
 	mu    sync.Mutex
 	conns []net.Conn
 }
@@ -132,6 +135,12 @@ func (f *fakePMCD) handle(c net.Conn) {
 			}
 			reply = mkpdu(pduPMNSIDs, be(ids...))
 		case pduPMNSTraverse:
+			f.mu.Lock()
+			stall := f.stall
+			f.mu.Unlock()
+			if stall != nil {
+				<-stall
+			}
 			b := be(uint32(2*len(prefix)+6), 0, 2)
 			for _, n := range []string{prefix + ".a", prefix + ".b"} {
 				b = append(b, padded(n)...)
@@ -212,4 +221,24 @@ func (f *fakePMCD) setInsts(names ...string) {
 	f.mu.Lock()
 	f.insts = names
 	f.mu.Unlock()
+}
+
+// stallMetadata holds back the metadata reads (PMNS_TRAVERSE answers) from
+// now until release is called (or the test ends).
+func (f *fakePMCD) stallMetadata() (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			f.mu.Lock()
+			f.stall = nil
+			f.mu.Unlock()
+			close(ch)
+		})
+	}
+	f.mu.Lock()
+	f.stall = ch
+	f.mu.Unlock()
+	f.t.Cleanup(release)
+	return release
 }
