@@ -41,9 +41,9 @@ freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 
 # every top-level subtree pmcd serves but mmv (event.* are libpcp's own)
 subtrees=$(PCP_DERIVED_CONFIG= pminfo | cut -d. -f1 | sort -u | grep -vx 'mmv\|event' | paste -sd,)
 p1=$(freeport) p2=$(freeport)
-"$work/pcp-exporter" serve --pmcd=127.0.0.1 --pmcd.metrics=-mmv --naming=pmproxy --web.listen-address=127.0.0.1:"$p1" --log.level=warn > "$work/e1.log" 2>&1 &
+"$work/pcp-exporter" serve --pmcd=127.0.0.1 --pmcd.metrics=-mmv --naming=pmproxy --web.listen-address=127.0.0.1:"$p1" --log.level=info > "$work/e1.log" 2>&1 &
 e1=$!
-"$work/pcp-exporter" serve --pmcd=local: --pmcd.metrics=-mmv --naming=pmproxy --web.listen-address=127.0.0.1:"$p2" --log.level=warn > "$work/e2.log" 2>&1 &
+"$work/pcp-exporter" serve --pmcd=local: --pmcd.metrics=-mmv --naming=pmproxy --web.listen-address=127.0.0.1:"$p2" --log.level=info > "$work/e2.log" 2>&1 &
 e2=$!
 # libpcp's client: one pmFetch per line written to it, its time read back
 coproc LIBPCP { exec "$PYTHON" "$here/libpcp_fetch.py"; }
@@ -125,5 +125,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.'"${3:-0}"'f", a/b}'; }
 echo "latency ratio pmproxy/ours: $(ratio "$wall_0" "$wall_1")x (TCP, same series), $(ratio "$wall_0" "$wall_2")x (unix socket, every process too)"
 # shellcheck disable=SC2154
 echo "ours/libpcp floor: $(ratio "$wall_1" "$wall_3" 2) (TCP), $(ratio "$wall_2" "$wall_4" 2) (unix socket); pmproxy/libpcp: $(ratio "$wall_0" "$wall_3")x (TCP)"
+flags() { grep -o 'flags=0x[0-9a-f]*' "$1" | sort | uniq -c | awk '{printf " %s x%d", $2, $1}'; }
+echo "metadata read again after pmcd flagged a change (off the scrape path): $(grep -c 'metadata read again' "$work/e1.log" || true) (TCP;$(flags "$work/e1.log")), $(grep -c 'metadata read again' "$work/e2.log" || true) (unix socket;$(flags "$work/e2.log"))"
 echo "pmcd CPU per scrape, ours/pmproxy: $(awk -v a="${pmcdT[1]}" -v b="${pmcdT[0]}" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "-" }') (TCP), $(awk -v a="${pmcdT[2]}" -v b="${pmcdT[0]}" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "-" }') (unix socket)"
 echo "goals: median <= 20 ms, >= 50x faster than pmproxy, pmcd CPU <= 1/10 of pmproxy's (RUNS=$RUNS, PAUSE=$PAUSE, load average $(cut -d' ' -f1-3 /proc/loadavg))"
