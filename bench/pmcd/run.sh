@@ -39,7 +39,7 @@ trap cleanup EXIT
 (cd "$root" && CGO_ENABLED=0 go build -o "$work/pcp-exporter" ./cmd/pcp-exporter)
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # every top-level subtree pmcd serves but mmv (event.* are libpcp's own)
-subtrees=$(PCP_DERIVED_CONFIG= pminfo | cut -d. -f1 | sort -u | grep -vx 'mmv\|event' | paste -sd,)
+subtrees=$(PCP_DERIVED_CONFIG='' pminfo | cut -d. -f1 | sort -u | grep -vx 'mmv\|event' | paste -sd,)
 p1=$(freeport) p2=$(freeport)
 "$work/pcp-exporter" serve --pmcd=127.0.0.1 --pmcd.metrics=-mmv --naming=pmproxy --web.listen-address=127.0.0.1:"$p1" --log.level=info > "$work/e1.log" 2>&1 &
 e1=$!
