@@ -3,6 +3,7 @@ package pmcd
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -214,6 +215,52 @@ func TestFlagsRefreshMetadata(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if s.Epoch() != e0+1 {
 		t.Fatal("metadata read again twice")
+	}
+}
+
+// TestLabelChangeReadsLabelsOnly: a label change alone flagged by pmcd
+// reads only the labels again (no namespace, descriptor, help or instance
+// request), and the metrics carry the new labels with their help kept.
+func TestLabelChangeReadsLabelsOnly(t *testing.T) {
+	f := newFake(t, func(f *fakePMCD) { f.itemLabels = `{"n":"1"}` })
+	s := openFake(t, f)
+	label := func() string {
+		ms := s.Metrics()
+		if len(ms) != 2 || ms[0].OneLine != "help" || ms[0].Help != "help" {
+			t.Fatalf("metrics %+v", ms)
+		}
+		return fmt.Sprint(ms[0].Labels)
+	}
+	if l := label(); !strings.Contains(l, `n:"1"`) && !strings.Contains(l, `"1"`) {
+		t.Fatalf("labels %s", l)
+	}
+	before := label()
+	e0 := s.Epoch()
+	f.setItemLabels(`{"n":"2"}`)
+	f.setFetch(func(c net.Conn, pmids []uint32) bool {
+		c.Write(mkpdu(pduError, be(pmcdLabelChange)))
+		c.Write(goodResult(pmids))
+		return true
+	})
+	var res source.Result
+	if err := s.Fetch(time.Now(), fakePMIDs, &res); err != nil || res.Sets[0].Err != nil {
+		t.Fatalf("fetch with flags: %v %+v", err, res.Sets)
+	}
+	f.setFetch(nil)
+	r0 := f.requests()
+	s.Metrics() // starts the read
+	waitFor(t, "labels read again", func() bool { return s.Epoch() == e0+1 })
+	r1 := f.requests()
+	for _, typ := range []uint32{pduPMNSTraverse, pduDescIDs, pduTextReq, pduInstanceReq} {
+		if r1[typ] != r0[typ] {
+			t.Errorf("%d %s requests for a label change", r1[typ]-r0[typ], pduName(typ))
+		}
+	}
+	if r1[pduLabelReq] == r0[pduLabelReq] {
+		t.Error("no LABEL request for a label change")
+	}
+	if after := label(); after == before || !strings.Contains(after, `"2"`) {
+		t.Errorf("labels %s, then %s", before, after)
 	}
 }
 

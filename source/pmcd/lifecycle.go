@@ -15,29 +15,45 @@ import (
 // (on a second connection) leaves the previous metadata and connection
 // serving scrapes meanwhile.
 
+// staleness is what pmcd flagged as changed.
+type staleness uint8
+
+const (
+	staleAll    staleness = 1 << iota // agents, names or the hostname
+	staleLabels                       // labels only
+)
+
 // startLoad starts reading pmcd's metadata on a new connection, unless a
-// read is already under way. s.mu is held.
+// read is already under way: only the labels when connected and pmcd
+// flagged only a label change. s.mu is held.
 func (s *Source) startLoad() {
 	if s.loading != nil || s.closed {
 		return
 	}
+	var prev *metadata
+	if s.c != nil && s.stale == staleLabels {
+		prev = s.md
+	}
 	done := make(chan struct{})
-	s.loading, s.stale = done, false
-	go s.loadAsync(done)
+	s.loading = done
+	what := s.stale
+	s.stale = 0
+	go s.loadAsync(done, prev, what)
 }
 
 // loadAsync dials pmcd, reads its metadata and installs both; on failure
 // the source is down (when it had no connection) or keeps its previous
 // metadata and tries again after a backoff.
-func (s *Source) loadAsync(done chan struct{}) {
+func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness) {
 	defer close(done)
 	c, err := dial(s.ep, s.opts.Timeout, s.opts.MaxPDU)
 	var md *metadata
-	var st starts
+	var st *starts // nil: unchanged (a label change)
 	if err == nil {
 		deadline := time.Now().Add(s.opts.MetadataTimeout)
-		if md, err = s.load(c, deadline); err == nil {
-			st, err = readStarts(c, deadline)
+		if md, err = s.load(c, deadline, prev); err == nil && prev == nil {
+			st = new(starts)
+			*st, err = readStarts(c, deadline)
 		}
 		if err != nil {
 			c.close()
@@ -55,7 +71,7 @@ func (s *Source) loadAsync(done chan struct{}) {
 	case err != nil && s.c == nil:
 		s.setDown(now, err)
 	case err != nil:
-		s.stale = true
+		s.stale |= what
 		s.retryAt = now.Add(s.opts.Backoff[min(s.fails, len(s.opts.Backoff)-1)])
 		s.fails++
 		s.log.Warn("reading pmcd's metadata again failed; the previous metadata is kept", "pmcd", s.ep.String(), "err", err)
@@ -64,23 +80,26 @@ func (s *Source) loadAsync(done chan struct{}) {
 	}
 }
 
-// install makes c and md the source's connection and metadata. s.mu is
-// held.
-func (s *Source) install(c *conn, md *metadata, st starts, now time.Time) {
+// install makes c and md the source's connection and metadata, and st
+// (unless nil) when the counters started. s.mu is held.
+func (s *Source) install(c *conn, md *metadata, st *starts, now time.Time) {
 	reload, wasDown := s.c != nil, s.md != nil && s.c == nil
 	if reload {
 		s.c.close()
 	}
-	s.c, s.md, s.started = c, md, st
+	s.c, s.md = c, md
+	if st != nil {
+		s.started = *st
+		s.flag(st.flags)
+	}
 	s.instAt = now
 	s.epoch++
 	s.fails = 0
 	s.down = nil
 	s.req = s.req[:0]
-	s.flag(st.flags)
 	switch {
 	case reload:
-		s.log.Info("pmcd metadata read again after a change", "pmcd", s.ep.String(), "metrics", len(md.metrics))
+		s.log.Info("pmcd metadata read again after a change", "pmcd", s.ep.String(), "metrics", len(md.metrics), "labels_only", st == nil)
 	case wasDown:
 		s.log.Debug("pmcd connected again", "pmcd", s.ep.String(), "metrics", len(md.metrics))
 	}

@@ -55,9 +55,10 @@ type Source struct {
 	c     *conn
 	md    *metadata
 	epoch uint64
-	// stale is set when pmcd flagged a change: the next Metrics call
-	// starts reading the metadata again.
-	stale bool
+	// stale says what pmcd flagged as changed: the next Metrics call
+	// starts reading the metadata again (only the labels, for a label
+	// change alone).
+	stale staleness
 	// loading is closed when the metadata read under way (in the
 	// background, see startLoad) ends; nil when none is.
 	loading chan struct{}
@@ -184,45 +185,62 @@ func (s *Source) ensure(now time.Time) bool {
 }
 
 // load reads the metadata of the selected metrics on c (not yet the
-// source's: s.mu is not held).
-func (s *Source) load(c *conn, deadline time.Time) (*metadata, error) {
-	all, err := c.readNames(deadline)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, n := range all {
-		if s.opts.Selection.Selected(n) {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	ids, err := c.lookupNames(deadline, names)
-	if err != nil {
-		return nil, err
-	}
-	var uniq []semantics.PMID
-	seen := map[semantics.PMID]bool{}
-	for _, id := range ids {
-		if id != semantics.PMIDNull && !seen[id] {
-			seen[id] = true
-			uniq = append(uniq, id)
-		}
-	}
-	descs, err := c.lookupDescs(deadline, uniq)
-	if err != nil {
-		return nil, err
-	}
+// source's: s.mu is not held). With prev, only the labels are read again:
+// the names, descriptors, help and instances are prev's.
+func (s *Source) load(c *conn, deadline time.Time, prev *metadata) (*metadata, error) {
 	md := &metadata{descs: map[semantics.PMID]*semantics.Desc{}, indoms: map[semantics.InDom]*indom{}}
-	for _, d := range descs {
-		if d != nil {
-			md.descs[d.PMID] = d
-		}
-	}
 	oneline := map[semantics.PMID]string{}
 	help := map[semantics.PMID]string{}
+	var names []string
+	var ids []semantics.PMID
+	var descs []*semantics.Desc
+	if prev != nil {
+		for _, m := range prev.metrics {
+			names, ids = append(names, m.Name), append(ids, m.Desc.PMID)
+			oneline[m.Desc.PMID], help[m.Desc.PMID] = m.OneLine, m.Help
+		}
+		for id, d := range prev.descs {
+			md.descs[id] = d
+			descs = append(descs, d)
+		}
+		for id, in := range prev.indoms {
+			// a copy: scrapes may be reading prev's instances
+			md.indoms[id] = &indom{insts: slices.Clone(in.insts), ids: in.ids}
+		}
+		md.unresolved = prev.unresolved
+	} else {
+		all, err := c.readNames(deadline)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range all {
+			if s.opts.Selection.Selected(n) {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		if ids, err = c.lookupNames(deadline, names); err != nil {
+			return nil, err
+		}
+		var uniq []semantics.PMID
+		seen := map[semantics.PMID]bool{}
+		for _, id := range ids {
+			if id != semantics.PMIDNull && !seen[id] {
+				seen[id] = true
+				uniq = append(uniq, id)
+			}
+		}
+		if descs, err = c.lookupDescs(deadline, uniq); err != nil {
+			return nil, err
+		}
+		for _, d := range descs {
+			if d != nil {
+				md.descs[d.PMID] = d
+			}
+		}
+	}
 	labels := map[request]semantics.LabelSet{}
-	if err := c.readDetails(deadline, descs, md, oneline, help, labels); err != nil {
+	if err := c.readDetails(deadline, descs, md, oneline, help, labels, prev != nil); err != nil {
 		return nil, err
 	}
 	md.context = labels[request{kind: pduLabelReq, sub: labelContext, ident: 0xffffffff}]
@@ -248,7 +266,7 @@ func (s *Source) load(c *conn, deadline time.Time) (*metadata, error) {
 		}
 		md.metrics = append(md.metrics, source.Metric{Name: n, Desc: *d, OneLine: oneline[d.PMID], Help: help[d.PMID], Labels: ls})
 	}
-	if md.unresolved > 0 {
+	if md.unresolved > 0 && prev == nil {
 		s.log.Info("pmcd metrics without a PMID or descriptor skipped", "pmcd", s.ep.String(), "count", md.unresolved)
 	}
 	return md, nil
@@ -262,7 +280,7 @@ func (s *Source) Metrics() []source.Metric {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	if s.ensure(now) && s.stale && !now.Before(s.retryAt) {
+	if s.ensure(now) && s.stale != 0 && !now.Before(s.retryAt) {
 		s.startLoad()
 	}
 	if s.md == nil {
@@ -396,8 +414,15 @@ func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadlin
 // flag records pmcd's state-change flags: metadata is read again before
 // the next scrape.
 func (s *Source) flag(code int32) {
-	if code&(pmcdAgentChange|pmcdLabelChange|pmcdNamesChange|pmcdHostnameChange) != 0 && !s.stale {
-		s.stale = true
+	var what staleness
+	if code&(pmcdAgentChange|pmcdNamesChange|pmcdHostnameChange) != 0 {
+		what |= staleAll
+	}
+	if code&pmcdLabelChange != 0 {
+		what |= staleLabels
+	}
+	if what&^s.stale != 0 {
+		s.stale |= what
 		s.log.Info("pmcd reports a change; metadata will be read again", "pmcd", s.ep.String(), "flags", fmt.Sprintf("0x%x", code))
 	}
 }
