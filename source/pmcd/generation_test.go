@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -179,4 +180,65 @@ func TestGenerationAfterPMCDRestart(t *testing.T) {
 	if lg1 := s.Generation(pmids[0]); !lg1.Equal(lg0) {
 		t.Errorf("the linux agent's counters start at %v after pmcd's restart, %v before", lg1, lg0)
 	}
+}
+
+// TestLabelsOnlyReadMatchesFull: against the local pmcd, reading only the
+// labels again gives every metric and instance the labels a full read
+// gives (per-process metrics left out: processes come and go between the
+// reads).
+func TestLabelsOnlyReadMatchesFull(t *testing.T) {
+	e2e.Require(t, "pminfo")
+	s, err := Open("local:", Options{Selection: Selection{Exclude: []string{"mmv", "proc", "hotproc", "cgroup", "acct"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	full := s.md
+	// the previous metadata without instance labels: they must be read
+	prev := *full
+	prev.indoms = map[semantics.InDom]*indom{}
+	for id, in := range full.indoms {
+		c := &indom{insts: slices.Clone(in.insts), ids: in.ids}
+		for k := range c.insts {
+			c.insts[k].Labels = nil
+		}
+		prev.indoms[id] = c
+	}
+	got, err := s.load(s.c, time.Now().Add(time.Minute), &prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.metrics) != len(full.metrics) || len(full.metrics) < 100 {
+		t.Fatalf("%d metrics, want %d", len(got.metrics), len(full.metrics))
+	}
+	labelled, insts := 0, 0
+	for i, m := range full.metrics {
+		if g := got.metrics[i]; g.Name != m.Name || g.Help != m.Help || !slices.Equal(g.Labels, m.Labels) {
+			t.Errorf("%s: labels %v, a full read %v", m.Name, g.Labels, m.Labels)
+		}
+		if len(m.Labels) > 0 {
+			labelled++
+		}
+	}
+	for id, in := range full.indoms {
+		g := got.indoms[id]
+		if g == nil || len(g.insts) != len(in.insts) {
+			t.Errorf("indom %v: instances differ", id)
+			continue
+		}
+		for k := range in.insts {
+			if !slices.Equal(g.insts[k].Labels, in.insts[k].Labels) {
+				t.Errorf("indom %v instance %d: labels %v, a full read %v", id, in.insts[k].ID, g.insts[k].Labels, in.insts[k].Labels)
+			}
+			if len(in.insts[k].Labels) > 0 {
+				insts++
+			}
+		}
+	}
+	if labelled == 0 || insts == 0 {
+		t.Fatal("no labels at all: nothing compared")
+	}
+	t.Logf("%d metrics (%d with labels), %d instances with labels: the same", len(full.metrics), labelled, insts)
 }
