@@ -27,9 +27,10 @@ type fakePMCD struct {
 	// insts, when set, are the instances (ids 0, 1, ...) of the instance
 	// domain 60.1 of both metrics.
 	insts []string
-	// stall, when set, holds back every PMNS_TRAVERSE answer (the start
-	// of a metadata read) until it is closed.
-	stall chan struct{}
+	// stall, when set, holds back every answer to a stallType request
+	// until it is closed.
+	stall     chan struct{}
+	stallType uint32
 	// itemLabels, when set, is the JSON of one label (name and value of
 	// one character each, {"n":"v"}) of both metrics at the item level.
 	itemLabels string
@@ -134,7 +135,14 @@ func (f *fakePMCD) handle(c net.Conn) {
 			f.reqs = map[uint32]int{}
 		}
 		f.reqs[binary.BigEndian.Uint32(h[4:])]++
+		stall := f.stall
+		if f.stallType != binary.BigEndian.Uint32(h[4:]) {
+			stall = nil
+		}
 		f.mu.Unlock()
+		if stall != nil {
+			<-stall
+		}
 		switch binary.BigEndian.Uint32(h[4:]) {
 		case pduCreds, pduProfile:
 		case pduPMNSNames:
@@ -145,12 +153,6 @@ func (f *fakePMCD) handle(c net.Conn) {
 			}
 			reply = mkpdu(pduPMNSIDs, be(ids...))
 		case pduPMNSTraverse:
-			f.mu.Lock()
-			stall := f.stall
-			f.mu.Unlock()
-			if stall != nil {
-				<-stall
-			}
 			b := be(uint32(2*len(prefix)+6), 0, 2)
 			for _, n := range []string{prefix + ".a", prefix + ".b"} {
 				b = append(b, padded(n)...)
@@ -240,9 +242,10 @@ func (f *fakePMCD) setInsts(names ...string) {
 	f.mu.Unlock()
 }
 
-// stallMetadata holds back the metadata reads (PMNS_TRAVERSE answers) from
-// now until release is called (or the test ends).
-func (f *fakePMCD) stallMetadata() (release func()) {
+// stallMetadata holds back the answers to requests of type typ (a
+// metadata read: PMNS_TRAVERSE starts a full one, LABEL_REQ a labels-only
+// one) from now until release is called (or the test ends).
+func (f *fakePMCD) stallMetadata(typ uint32) (release func()) {
 	ch := make(chan struct{})
 	var once sync.Once
 	release = func() {
@@ -254,7 +257,7 @@ func (f *fakePMCD) stallMetadata() (release func()) {
 		})
 	}
 	f.mu.Lock()
-	f.stall = ch
+	f.stall, f.stallType = ch, typ
 	f.mu.Unlock()
 	f.t.Cleanup(release)
 	return release

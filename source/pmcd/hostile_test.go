@@ -264,6 +264,37 @@ func TestLabelChangeReadsLabelsOnly(t *testing.T) {
 	}
 }
 
+// TestLabelReadAfterReconnectReadsAll: when the connection is lost while
+// only the labels are read again, pmcd may have restarted with other
+// metrics: everything is read again.
+func TestLabelReadAfterReconnectReadsAll(t *testing.T) {
+	f := newFake(t, func(f *fakePMCD) { f.itemLabels = `{"n":"1"}` })
+	s := openFake(t, f)
+	release := f.stallMetadata(pduLabelReq)
+	f.setFetch(func(c net.Conn, pmids []uint32) bool {
+		c.Write(mkpdu(pduError, be(pmcdLabelChange)))
+		c.Write(goodResult(pmids))
+		return true
+	})
+	var res source.Result
+	s.Fetch(time.Now(), fakePMIDs, &res)
+	s.Metrics() // starts reading the labels: stalled
+	f.setFetch(func(net.Conn, []uint32) bool { return false })
+	s.Fetch(time.Now(), fakePMIDs, &res) // the connection is lost
+	if st := s.Status(time.Now()); st.Reason != source.ReasonDown {
+		t.Fatalf("status %+v after a lost connection", st)
+	}
+	f.mu.Lock()
+	f.prefix = "new" // pmcd "restarted" with other names
+	f.mu.Unlock()
+	f.setFetch(nil)
+	release()
+	waitUp(t, s)
+	if ms := s.Metrics(); len(ms) != 2 || ms[0].Name != "new.a" {
+		t.Fatalf("metrics after reconnecting %+v, want new.a and new.b", ms)
+	}
+}
+
 // waitFor waits (at most 30 s) until ok.
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
@@ -314,7 +345,7 @@ func TestScrapeNeverWaitsOnMetadata(t *testing.T) {
 	up := `pcp_exporter_source_up{reason="",source="fake"} 1`
 	scrape("fake_a_total", up)
 	e0 := s.Epoch()
-	release := f.stallMetadata()
+	release := f.stallMetadata(pduPMNSTraverse)
 	f.setFetch(func(c net.Conn, pmids []uint32) bool {
 		c.Write(mkpdu(pduError, be(pmcdNamesChange)))
 		c.Write(goodResult(pmids))
@@ -333,7 +364,7 @@ func TestScrapeNeverWaitsOnMetadata(t *testing.T) {
 	scrape("fake_a_total", up)
 
 	// the connection drops, and reading the metadata on the new one stalls
-	release = f.stallMetadata()
+	release = f.stallMetadata(pduPMNSTraverse)
 	f.setFetch(func(net.Conn, []uint32) bool { return false })
 	scrape("", `pcp_exporter_source_up{reason="down",source="fake"} 0`)
 	f.setFetch(nil)

@@ -68,6 +68,13 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness) {
 		if err == nil {
 			c.close()
 		}
+	case prev != nil && s.c == nil:
+		// the connection was lost meanwhile: pmcd may have restarted,
+		// so prev's names and descriptors may be wrong: read all
+		if err == nil {
+			c.close()
+		}
+		s.startLoad()
 	case err != nil && s.c == nil:
 		s.setDown(now, err)
 	case err != nil:
