@@ -18,7 +18,7 @@
 # separate processes) is in every latency and in neither CPU column.
 # Each fetch starts PAUSE seconds after the one before (default 0.3), so
 # that pmcd (single-threaded) and its PMDAs are not still busy with the
-# previous client's requests.
+# previous client's requests, and each round starts one further along.
 # usage: bench/pmcd/run.sh   (env: RUNS, PAUSE, PYTHON (with python3-pcp,
 # default /usr/bin/python3); needs pcp with pmcd and pmproxy running)
 set -euo pipefail
@@ -78,8 +78,11 @@ for i in 0 1 2 3 4; do
 	pmcdT[$i]=0 serverT[$i]=0
 	: > "$work/${labels[$i]}.rows"
 done
-for _ in $(seq 1 "$RUNS"); do
-	for i in 0 1 2 3 4; do
+for r in $(seq 1 "$RUNS"); do
+	# each round starts with the next one, so that none always follows
+	# pmproxy (whose scrape leaves pmcd and the PMDAs busiest)
+	for k in 0 1 2 3 4; do
+		i=$(((k + r) % 5))
 		sleep "$PAUSE"
 		a=$(ticks "$pmcd") s=$(ticks "${servers[$i]}")
 		if ((i < 3)); then
