@@ -1,28 +1,37 @@
 #!/bin/bash
 # pmcd benchmark (issue 23): one scrape of every non-MMV metric the local pmcd
 # serves, from pmproxy's /metrics and from `pcp-exporter serve --pmcd`, taken
-# in turns in one run (pmproxy, ours over TCP, ours over the unix socket):
-# median latency, bytes and samples per scrape, and the CPU each scrape costs
-# pmcd itself (from /proc/<pmcd pid>/stat, summed over the run: the clock
-# tick is 10 ms), pmproxy or the exporter.
+# in turns in one run (pmproxy, ours over TCP, ours over the unix socket, then
+# libpcp's own client): median latency, bytes and samples per scrape, and the
+# CPU each scrape costs pmcd itself (from /proc/<pmcd pid>/stat, summed over
+# the run: the clock tick is 10 ms), pmproxy, the exporter or the client.
 # Ours over TCP reaches pmcd with the credentials pmproxy has (per-process
 # metrics are refused alike: the same series, see TestServePMCDMatchesPmproxy);
 # over the unix socket as root it also gets every process's values.
-# The PMDAs' own time (pmdalinux, pmdaproc run as separate processes) is in
-# every latency and in neither CPU column.
-# Each scrape starts PAUSE seconds after the one before (default 0.3), so
+# The floor: libpcp_tcp and libpcp_unix are libpcp fetching the very PMIDs
+# our scrape fetches in one pmFetch (libpcp_fetch.py, python3-pcp), timed
+# around pmFetch alone; "fetch s" is the exporter's own time for its fetch
+# (pcp_exporter_source_fetch_duration_seconds of the scrape). pmcd sends a
+# fetch to every PMDA before it waits for their answers, so a fetch takes as
+# long as its slowest PMDA: the per-agent table times one pmFetch of each
+# PMDA's PMIDs alone. The PMDAs' own time (pmdalinux, pmdaproc run as
+# separate processes) is in every latency and in neither CPU column.
+# Each fetch starts PAUSE seconds after the one before (default 0.3), so
 # that pmcd (single-threaded) and its PMDAs are not still busy with the
-# previous client's requests.
-# usage: bench/pmcd/run.sh   (env: RUNS, PAUSE; needs pcp with pmcd and pmproxy running)
+# previous client's requests, and each round starts one further along.
+# usage: bench/pmcd/run.sh   (env: RUNS, PAUSE, PYTHON (with python3-pcp,
+# default /usr/bin/python3); needs pcp with pmcd and pmproxy running)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 RUNS=${RUNS:-21}
 PAUSE=${PAUSE:-0.3}
+PYTHON=${PYTHON:-/usr/bin/python3}
 work=$(mktemp -d)
 cleanup() {
 	[[ -n ${e1:-} ]] && kill "$e1" 2>/dev/null
 	[[ -n ${e2:-} ]] && kill "$e2" 2>/dev/null
+	[[ -n ${lp:-} ]] && kill "$lp" 2>/dev/null
 	wait 2>/dev/null || true
 	rm -rf "$work"
 }
@@ -30,46 +39,96 @@ trap cleanup EXIT
 (cd "$root" && CGO_ENABLED=0 go build -o "$work/pcp-exporter" ./cmd/pcp-exporter)
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # every top-level subtree pmcd serves but mmv (event.* are libpcp's own)
-subtrees=$(PCP_DERIVED_CONFIG= pminfo | cut -d. -f1 | sort -u | grep -vx 'mmv\|event' | paste -sd,)
+subtrees=$(PCP_DERIVED_CONFIG='' pminfo | cut -d. -f1 | sort -u | grep -vx 'mmv\|event' | paste -sd,)
 p1=$(freeport) p2=$(freeport)
-"$work/pcp-exporter" serve --pmcd=127.0.0.1 --pmcd.metrics=-mmv --naming=pmproxy --web.listen-address=127.0.0.1:"$p1" --log.level=warn > "$work/e1.log" 2>&1 &
+"$work/pcp-exporter" serve --pmcd=127.0.0.1 --pmcd.metrics=-mmv --naming=pmproxy --web.listen-address=127.0.0.1:"$p1" --log.level=info > "$work/e1.log" 2>&1 &
 e1=$!
-"$work/pcp-exporter" serve --pmcd=local: --pmcd.metrics=-mmv --naming=pmproxy --web.listen-address=127.0.0.1:"$p2" --log.level=warn > "$work/e2.log" 2>&1 &
+"$work/pcp-exporter" serve --pmcd=local: --pmcd.metrics=-mmv --naming=pmproxy --web.listen-address=127.0.0.1:"$p2" --log.level=info > "$work/e2.log" 2>&1 &
 e2=$!
+# libpcp's client: one pmFetch per line written to it, its time read back
+coproc LIBPCP { exec "$PYTHON" "$here/libpcp_fetch.py"; }
+lp=$LIBPCP_PID
+doms=() npmids=0
+declare -A agent dompmids
+while read -r -u "${LIBPCP[0]}" w d n c; do
+	case $w in
+	agent) doms+=("$d") agent[$d]=$n dompmids[$d]=$c ;;
+	pmids) npmids=$d ;;
+	ready) break ;;
+	esac
+done
 sleep 3
 pmcd=$(cat /run/pcp/pmcd.pid 2>/dev/null || pgrep -x pmcd | head -1)
 pmproxy=$(pgrep -x pmproxy | head -1)
 hz=$(getconf CLK_TCK)
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-labels=(pmproxy ours_tcp ours_unix)
-urls=("http://127.0.0.1:44322/metrics?names=$subtrees" "http://127.0.0.1:$p1/metrics" "http://127.0.0.1:$p2/metrics")
-servers=("$pmproxy" "$e1" "$e2")
+labels=(pmproxy ours_tcp ours_unix libpcp_tcp libpcp_unix)
+urls=("http://127.0.0.1:44322/metrics?names=$subtrees" "http://127.0.0.1:$p1/metrics" "http://127.0.0.1:$p2/metrics" tcp unix)
+servers=("$pmproxy" "$e1" "$e2" "$lp" "$lp")
+# one fetch by libpcp: its seconds
+libpcp() {
+	echo "$1" >&"${LIBPCP[1]}"
+	local t
+	read -r -u "${LIBPCP[0]}" t
+	echo "$t"
+}
 declare -A pmcdT serverT
-for i in 0 1 2; do
-	curl -s -o /dev/null "${urls[$i]}" # warm: metadata read
+for i in 0 1 2 3 4; do
+	if ((i < 3)); then curl -s -o /dev/null "${urls[$i]}"; else libpcp "${urls[$i]}" > /dev/null; fi # warm: metadata read
 	pmcdT[$i]=0 serverT[$i]=0
 	: > "$work/${labels[$i]}.rows"
 done
-for _ in $(seq 1 "$RUNS"); do
-	for i in 0 1 2; do
+for r in $(seq 1 "$RUNS"); do
+	# each round starts with the next one, so that none always follows
+	# pmproxy (whose scrape leaves pmcd and the PMDAs busiest)
+	for k in 0 1 2 3 4; do
+		i=$(((k + r) % 5))
 		sleep "$PAUSE"
 		a=$(ticks "$pmcd") s=$(ticks "${servers[$i]}")
-		w=$(curl -s -o "$work/${labels[$i]}.txt" -w '%{time_total} %{size_download}' "${urls[$i]}")
+		if ((i < 3)); then
+			w=$(curl -s -o "$work/${labels[$i]}.txt" -w '%{time_total} %{size_download}' "${urls[$i]}")
+		else
+			w="$(libpcp "${urls[$i]}") 0"
+		fi
 		b=$(ticks "$pmcd") t=$(ticks "${servers[$i]}")
 		pmcdT[$i]=$((pmcdT[$i] + b - a)) serverT[$i]=$((serverT[$i] + t - s))
-		echo "$w $(grep -vc '^#' "$work/${labels[$i]}.txt")" >> "$work/${labels[$i]}.rows"
+		if ((i < 3)); then
+			f=$(awk '/^pcp_exporter_source_fetch_duration_seconds/ {print $NF}' "$work/${labels[$i]}.txt")
+			echo "$w $(grep -vc '^#' "$work/${labels[$i]}.txt") ${f:--}" >> "$work/${labels[$i]}.rows"
+		else
+			echo "$w $npmids ${w% *}" >> "$work/${labels[$i]}.rows"
+		fi
+	done
+	# the floor each PMDA sets: its PMIDs alone
+	for how in tcp unix; do
+		for d in "${doms[@]}"; do
+			sleep "$PAUSE"
+			libpcp "$how:$d" >> "$work/$how-$d.rows"
+		done
 	done
 done
 med() { awk -v c="$2" '{print $c}' "$1" | sort -g | awk '{a[NR]=$1} END {print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
-printf '%-28s %10s %10s %9s %14s %14s\n' "scrape (non-MMV metrics)" "latency s" "bytes" "samples" "pmcd CPU ms" "server CPU ms"
-for i in 0 1 2; do
+cpu() { awk -v t="$1" -v n="$RUNS" -v hz="$hz" 'BEGIN{print 1000*t/hz/n}'; }
+printf '%-28s %10s %10s %10s %9s %14s %14s\n' "scrape (non-MMV metrics)" "latency s" "fetch s" "bytes" "samples" "pmcd CPU ms" "client CPU ms"
+for i in 0 1 2 3 4; do
 	r=$work/${labels[$i]}.rows
-	printf '%-28s %10.4f %10d %9d %14.2f %14.2f\n' "${labels[$i]}" "$(med "$r" 1)" "$(med "$r" 2)" "$(med "$r" 3)" \
-		"$(awk -v t="${pmcdT[$i]}" -v n="$RUNS" -v hz="$hz" 'BEGIN{print 1000*t/hz/n}')" \
-		"$(awk -v t="${serverT[$i]}" -v n="$RUNS" -v hz="$hz" 'BEGIN{print 1000*t/hz/n}')"
+	f=$(med "$r" 4)
+	[[ $i == 0 ]] && f=-
+	printf '%-28s %10.4f %10s %10d %9d %14.2f %14.2f\n' "${labels[$i]}" "$(med "$r" 1)" "$f" "$(med "$r" 2)" "$(med "$r" 3)" \
+		"$(cpu "${pmcdT[$i]}")" "$(cpu "${serverT[$i]}")"
 	eval "wall_$i=$(med "$r" 1)"
 done
+echo "(libpcp rows: one pmFetch of the same $npmids PMIDs our scrape fetches; samples = PMIDs, bytes not measured)"
+printf '%-28s %7s %10s %10s\n' "one pmFetch per PMDA" "pmids" "tcp s" "unix s"
+for d in "${doms[@]}"; do
+	printf '%-28s %7d %10.4f %10.4f\n' "${agent[$d]} ($d)" "${dompmids[$d]}" "$(med "$work/tcp-$d.rows" 1)" "$(med "$work/unix-$d.rows" 1)"
+done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.'"${3:-0}"'f", a/b}'; }
 # shellcheck disable=SC2154
-echo "latency ratio pmproxy/ours: $(awk -v a="$wall_0" -v b="$wall_1" 'BEGIN{printf "%.0fx", a/b}') (TCP, same series), $(awk -v a="$wall_0" -v b="$wall_2" 'BEGIN{printf "%.0fx", a/b}') (unix socket, every process too)"
+echo "latency ratio pmproxy/ours: $(ratio "$wall_0" "$wall_1")x (TCP, same series), $(ratio "$wall_0" "$wall_2")x (unix socket, every process too)"
+# shellcheck disable=SC2154
+echo "ours/libpcp floor: $(ratio "$wall_1" "$wall_3" 2) (TCP), $(ratio "$wall_2" "$wall_4" 2) (unix socket); pmproxy/libpcp: $(ratio "$wall_0" "$wall_3")x (TCP)"
+flags() { grep -o 'flags=0x[0-9a-f]*' "$1" | sort | uniq -c | awk '{printf " %s x%d", $2, $1}'; }
+echo "metadata read again after pmcd flagged a change (off the scrape path): $(grep -c 'metadata read again' "$work/e1.log" || true) (TCP;$(flags "$work/e1.log")), $(grep -c 'metadata read again' "$work/e2.log" || true) (unix socket;$(flags "$work/e2.log"))"
 echo "pmcd CPU per scrape, ours/pmproxy: $(awk -v a="${pmcdT[1]}" -v b="${pmcdT[0]}" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "-" }') (TCP), $(awk -v a="${pmcdT[2]}" -v b="${pmcdT[0]}" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "-" }') (unix socket)"
 echo "goals: median <= 20 ms, >= 50x faster than pmproxy, pmcd CPU <= 1/10 of pmproxy's (RUNS=$RUNS, PAUSE=$PAUSE, load average $(cut -d' ' -f1-3 /proc/loadavg))"

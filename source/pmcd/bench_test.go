@@ -98,3 +98,33 @@ func BenchmarkFetchLocal(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "values/op")
 }
+
+// BenchmarkReadMetadata reads the metadata of every metric of the local
+// pmcd but the MMV ones again: all of it (after a change of names or
+// agents) and only the labels (after a label change alone).
+func BenchmarkReadMetadata(b *testing.B) {
+	e2e.Require(b, "pminfo")
+	s, err := Open("local:", Options{Selection: Selection{Exclude: []string{"mmv"}}})
+	if err != nil {
+		if e2e.Mandatory() {
+			b.Fatal(err)
+		}
+		b.Skip(err)
+	}
+	defer s.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, bc := range []struct {
+		name string
+		prev *metadata
+	}{{"all", nil}, {"labels", s.md}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				md, err := s.load(s.c, time.Now().Add(time.Minute), bc.prev)
+				if err != nil || len(md.metrics) != len(s.md.metrics) {
+					b.Fatalf("%v: %d metrics, want %d", err, len(md.metrics), len(s.md.metrics))
+				}
+			}
+		})
+	}
+}

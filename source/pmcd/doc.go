@@ -5,9 +5,15 @@
 // flags a change in a fetch reply), and the fetch of every selected metric
 // in as few HIGHRES_FETCH PDUs as pmcd's request size limit allows.
 //
-// A lost connection makes the source report itself down (source.Monitored)
-// and reconnect with backoff at later fetches; every exchange has a
-// deadline, so a hung PMDA or peer cannot hang a scrape. Replies are
+// Reading the metadata happens off the scrape path, on a new connection
+// that replaces the current one once read (lifecycle.go): a scrape meanwhile
+// answers with the previous metadata, or reports the source down, and
+// waits at most the fetch deadline (Options.Timeout). A lost connection
+// makes the source report itself down (source.Monitored) and reconnect in
+// the background after a backoff; every exchange has a deadline, so a hung
+// PMDA or peer cannot hang a scrape. Counters' starts (source.Generations)
+// are known for the linux agent (the host's boot) and pmcd's own counters
+// (pmcd's start). Replies are
 // decoded defensively: a truncated, oversized or malformed PDU gives a
 // FormatError naming the peer, the PDU and the byte offset, never a panic
 // or an allocation larger than the bytes received.

@@ -3,6 +3,7 @@ package pmcd
 import (
 	"encoding/binary"
 	"io"
+	"maps"
 	"net"
 	"sync"
 	"testing"
@@ -26,6 +27,15 @@ type fakePMCD struct {
 	// insts, when set, are the instances (ids 0, 1, ...) of the instance
 	// domain 60.1 of both metrics.
 	insts []string
+	// stall, when set, holds back every answer to a stallType request
+	// until it is closed.
+	stall     chan struct{}
+	stallType uint32
+	// itemLabels, when set, is the JSON of one label (name and value of
+	// one character each, {"n":"v"}) of both metrics at the item level.
+	itemLabels string
+	// reqs counts the requests received, by PDU type.
+	reqs  map[uint32]int
 	mu    sync.Mutex
 	conns []net.Conn
 }
@@ -120,8 +130,19 @@ func (f *fakePMCD) handle(c net.Conn) {
 		}
 		var reply []byte
 		f.mu.Lock()
-		insts := f.insts
+		insts, itemLabels := f.insts, f.itemLabels
+		if f.reqs == nil {
+			f.reqs = map[uint32]int{}
+		}
+		f.reqs[binary.BigEndian.Uint32(h[4:])]++
+		stall := f.stall
+		if f.stallType != binary.BigEndian.Uint32(h[4:]) {
+			stall = nil
+		}
 		f.mu.Unlock()
+		if stall != nil {
+			<-stall
+		}
 		switch binary.BigEndian.Uint32(h[4:]) {
 		case pduCreds, pduProfile:
 		case pduPMNSNames:
@@ -152,7 +173,14 @@ func (f *fakePMCD) handle(c net.Conn) {
 		case pduTextReq:
 			reply = mkpdu(pduText, append(be(0), padded("help")...))
 		case pduLabelReq:
-			reply = mkpdu(pduLabel, be(binary.BigEndian.Uint32(body), binary.BigEndian.Uint32(body[4:]), 0, 0))
+			ident, sub := binary.BigEndian.Uint32(body), binary.BigEndian.Uint32(body[4:])
+			if sub == labelItem && itemLabels != "" {
+				// one set, one label: name at 2, value at 5 (with quotes)
+				b := be(ident, sub, 0, 1, 0xffffffff, 1, 12+16+16+8, uint32(len(itemLabels)), 2<<16|1<<8|uint32(semantics.LabelItem), 5<<16|3)
+				reply = mkpdu(pduLabel, append(b, itemLabels...))
+				break
+			}
+			reply = mkpdu(pduLabel, be(ident, sub, 0, 0))
 		case pduInstanceReq:
 			f.mu.Lock()
 			names := f.insts
@@ -212,4 +240,39 @@ func (f *fakePMCD) setInsts(names ...string) {
 	f.mu.Lock()
 	f.insts = names
 	f.mu.Unlock()
+}
+
+// stallMetadata holds back the answers to requests of type typ (a
+// metadata read: PMNS_TRAVERSE starts a full one, LABEL_REQ a labels-only
+// one) from now until release is called (or the test ends).
+func (f *fakePMCD) stallMetadata(typ uint32) (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			f.mu.Lock()
+			f.stall = nil
+			f.mu.Unlock()
+			close(ch)
+		})
+	}
+	f.mu.Lock()
+	f.stall, f.stallType = ch, typ
+	f.mu.Unlock()
+	f.t.Cleanup(release)
+	return release
+}
+
+// setItemLabels sets the fake's item labels from now on.
+func (f *fakePMCD) setItemLabels(json string) {
+	f.mu.Lock()
+	f.itemLabels = json
+	f.mu.Unlock()
+}
+
+// requests returns how many requests of each PDU type the fake received.
+func (f *fakePMCD) requests() map[uint32]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.reqs)
 }

@@ -3,6 +3,7 @@ package pmcd
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -177,7 +178,7 @@ func TestFetchFaults(t *testing.T) {
 			}
 			// pmcd behaves again: the source comes back by itself
 			f.setFetch(nil)
-			time.Sleep(5 * time.Millisecond)
+			waitUp(t, s)
 			if err := s.Fetch(time.Now(), fakePMIDs, &res); err != nil {
 				t.Fatal(err)
 			}
@@ -208,14 +209,171 @@ func TestFlagsRefreshMetadata(t *testing.T) {
 		t.Fatalf("fetch with flags: %v %+v", err, res.Sets)
 	}
 	f.setFetch(nil)
+	s.Metrics() // starts the read
+	waitFor(t, "the metadata read again", func() bool { return s.Epoch() == e0+1 })
 	s.Metrics()
-	if s.Epoch() != e0+1 {
-		t.Fatalf("epoch %d after a flagged change, want %d", s.Epoch(), e0+1)
-	}
-	s.Metrics()
+	time.Sleep(50 * time.Millisecond)
 	if s.Epoch() != e0+1 {
 		t.Fatal("metadata read again twice")
 	}
+}
+
+// TestLabelChangeReadsLabelsOnly: a label change alone flagged by pmcd
+// reads only the labels again (no namespace, descriptor, help or instance
+// request), and the metrics carry the new labels with their help kept.
+func TestLabelChangeReadsLabelsOnly(t *testing.T) {
+	f := newFake(t, func(f *fakePMCD) { f.itemLabels = `{"n":"1"}` })
+	s := openFake(t, f)
+	label := func() string {
+		ms := s.Metrics()
+		if len(ms) != 2 || ms[0].OneLine != "help" || ms[0].Help != "help" {
+			t.Fatalf("metrics %+v", ms)
+		}
+		return fmt.Sprint(ms[0].Labels)
+	}
+	if l := label(); !strings.Contains(l, `n:"1"`) && !strings.Contains(l, `"1"`) {
+		t.Fatalf("labels %s", l)
+	}
+	before := label()
+	e0 := s.Epoch()
+	f.setItemLabels(`{"n":"2"}`)
+	f.setFetch(func(c net.Conn, pmids []uint32) bool {
+		c.Write(mkpdu(pduError, be(pmcdLabelChange)))
+		c.Write(goodResult(pmids))
+		return true
+	})
+	var res source.Result
+	if err := s.Fetch(time.Now(), fakePMIDs, &res); err != nil || res.Sets[0].Err != nil {
+		t.Fatalf("fetch with flags: %v %+v", err, res.Sets)
+	}
+	f.setFetch(nil)
+	r0 := f.requests()
+	s.Metrics() // starts the read
+	waitFor(t, "labels read again", func() bool { return s.Epoch() == e0+1 })
+	r1 := f.requests()
+	for _, typ := range []uint32{pduPMNSTraverse, pduDescIDs, pduTextReq, pduInstanceReq} {
+		if r1[typ] != r0[typ] {
+			t.Errorf("%d %s requests for a label change", r1[typ]-r0[typ], pduName(typ))
+		}
+	}
+	if r1[pduLabelReq] == r0[pduLabelReq] {
+		t.Error("no LABEL request for a label change")
+	}
+	if after := label(); after == before || !strings.Contains(after, `"2"`) {
+		t.Errorf("labels %s, then %s", before, after)
+	}
+}
+
+// TestLabelReadAfterReconnectReadsAll: when the connection is lost while
+// only the labels are read again, pmcd may have restarted with other
+// metrics: everything is read again.
+func TestLabelReadAfterReconnectReadsAll(t *testing.T) {
+	f := newFake(t, func(f *fakePMCD) { f.itemLabels = `{"n":"1"}` })
+	s := openFake(t, f)
+	release := f.stallMetadata(pduLabelReq)
+	f.setFetch(func(c net.Conn, pmids []uint32) bool {
+		c.Write(mkpdu(pduError, be(pmcdLabelChange)))
+		c.Write(goodResult(pmids))
+		return true
+	})
+	var res source.Result
+	s.Fetch(time.Now(), fakePMIDs, &res)
+	s.Metrics() // starts reading the labels: stalled
+	f.setFetch(func(net.Conn, []uint32) bool { return false })
+	s.Fetch(time.Now(), fakePMIDs, &res) // the connection is lost
+	if st := s.Status(time.Now()); st.Reason != source.ReasonDown {
+		t.Fatalf("status %+v after a lost connection", st)
+	}
+	f.mu.Lock()
+	f.prefix = "new" // pmcd "restarted" with other names
+	f.mu.Unlock()
+	f.setFetch(nil)
+	release()
+	waitUp(t, s)
+	if ms := s.Metrics(); len(ms) != 2 || ms[0].Name != "new.a" {
+		t.Fatalf("metrics after reconnecting %+v, want new.a and new.b", ms)
+	}
+}
+
+// waitFor waits (at most 30 s) until ok.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); !ok(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no %s in 30 s", what)
+		}
+	}
+}
+
+// waitUp waits until the source has reconnected (in the background).
+func waitUp(t *testing.T, s *Source) {
+	t.Helper()
+	waitFor(t, "reconnection", func() bool { s.Metrics(); return s.Status(time.Now()).Reason == source.ReasonUp })
+}
+
+// TestScrapeNeverWaitsOnMetadata: pmcd flags a change and then stalls the
+// metadata read (or the connection drops and the new one stalls): every
+// scrape still answers within the fetch deadline, not MetadataTimeout,
+// with the previous metadata (or the source down) until the read is done.
+func TestScrapeNeverWaitsOnMetadata(t *testing.T) {
+	f := newFake(t)
+	s, err := Open(f.addr(), Options{Timeout: testTimeout, MetadataTimeout: time.Minute, Backoff: []time.Duration{time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	m, err := mapping.New(nil, mapping.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := bridge.New(m, nil, bridge.Source{Name: "fake", Src: s})
+	scrape := func(want, wantSelf string) {
+		t.Helper()
+		var out, self bytes.Buffer
+		start := time.Now()
+		if err := col.WriteText(&out); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > testTimeout+100*time.Millisecond {
+			t.Errorf("scrape took %v, more than the fetch deadline %v", d, testTimeout)
+		}
+		writeSelf(t, col, &self)
+		if !strings.Contains(out.String(), want) || !strings.Contains(self.String(), wantSelf) {
+			t.Fatalf("scrape lacks %q or %q:\n%s%s", want, wantSelf, out.String(), self.String())
+		}
+	}
+	up := `pcp_exporter_source_up{reason="",source="fake"} 1`
+	scrape("fake_a_total", up)
+	e0 := s.Epoch()
+	release := f.stallMetadata(pduPMNSTraverse)
+	f.setFetch(func(c net.Conn, pmids []uint32) bool {
+		c.Write(mkpdu(pduError, be(pmcdNamesChange)))
+		c.Write(goodResult(pmids))
+		return true
+	})
+	scrape("fake_a_total", up) // flagged
+	f.setFetch(nil)
+	for i := 0; i < 3; i++ {
+		scrape("fake_a_total", up) // the read stalls: the previous metadata
+	}
+	if s.Epoch() != e0 {
+		t.Fatal("metadata changed while its read stalled")
+	}
+	release()
+	waitFor(t, "metadata read again", func() bool { return s.Epoch() == e0+1 })
+	scrape("fake_a_total", up)
+
+	// the connection drops, and reading the metadata on the new one stalls
+	release = f.stallMetadata(pduPMNSTraverse)
+	f.setFetch(func(net.Conn, []uint32) bool { return false })
+	scrape("", `pcp_exporter_source_up{reason="down",source="fake"} 0`)
+	f.setFetch(nil)
+	for i := 0; i < 3; i++ {
+		scrape("", `pcp_exporter_source_up{reason="down",source="fake"} 0`)
+	}
+	release()
+	waitUp(t, s)
+	scrape("fake_a_total", up)
 }
 
 // TestScrapeWithHungPMCD: a pmcd that stops answering costs a scrape at

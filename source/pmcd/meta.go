@@ -231,8 +231,9 @@ type request struct {
 }
 
 // readDetails reads the help texts, labels and instance domains of descs
-// in one pipelined exchange.
-func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *metadata, oneline, help map[semantics.PMID]string, labels map[request]semantics.LabelSet) error {
+// in one pipelined exchange; labelsOnly reads only the labels (the
+// instances are md's already).
+func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *metadata, oneline, help map[semantics.PMID]string, labels map[request]semantics.LabelSet, labelsOnly bool) error {
 	var reqs []request
 	seen := map[request]bool{}
 	add := func(r request) {
@@ -250,15 +251,19 @@ func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *meta
 			continue
 		}
 		id := uint32(d.PMID)
-		add(request{kind: pduTextReq, sub: textOneLine | textPMID, ident: id})
-		add(request{kind: pduTextReq, sub: textHelp | textPMID, ident: id})
+		if !labelsOnly {
+			add(request{kind: pduTextReq, sub: textOneLine | textPMID, ident: id})
+			add(request{kind: pduTextReq, sub: textHelp | textPMID, ident: id})
+		}
 		if withLabels {
 			add(request{kind: pduLabelReq, sub: labelDomain, ident: d.PMID.Domain()})
 			add(request{kind: pduLabelReq, sub: labelCluster, ident: uint32(semantics.NewPMID(d.PMID.Domain(), d.PMID.Cluster(), 0))})
 			add(request{kind: pduLabelReq, sub: labelItem, ident: id})
 		}
 		if d.InDom != semantics.InDomNull {
-			add(request{kind: pduInstanceReq, ident: uint32(d.InDom)})
+			if !labelsOnly {
+				add(request{kind: pduInstanceReq, ident: uint32(d.InDom)})
+			}
 			if withLabels {
 				add(request{kind: pduLabelReq, sub: labelInDom, ident: uint32(d.InDom)})
 				add(request{kind: pduLabelReq, sub: labelInstances, ident: uint32(d.InDom)})

@@ -17,10 +17,12 @@ import (
 type Options struct {
 	// Selection chooses the metrics exported (all by default).
 	Selection Selection
-	// Timeout bounds connecting and each fetch (default 5 s): a hung PMDA
-	// costs a scrape at most this long, then the connection is dropped.
+	// Timeout bounds connecting and each fetch with the instance domains
+	// it reads (default 5 s): a hung PMDA costs a scrape at most this
+	// long, then the connection is dropped.
 	Timeout time.Duration
-	// MetadataTimeout bounds reading the metadata (default 60 s).
+	// MetadataTimeout bounds reading the metadata (default 60 s), which
+	// happens off the scrape path.
 	MetadataTimeout time.Duration
 	// MaxPDU bounds a reply's size (default DefaultMaxPDU).
 	MaxPDU int
@@ -53,13 +55,19 @@ type Source struct {
 	c     *conn
 	md    *metadata
 	epoch uint64
-	// stale is set when pmcd flagged a change: metadata is read again at
-	// the next Metrics call.
-	stale   bool
+	// stale says what pmcd flagged as changed: the next Metrics call
+	// starts reading the metadata again (only the labels, for a label
+	// change alone).
+	stale staleness
+	// loading is closed when the metadata read under way (in the
+	// background, see startLoad) ends; nil when none is.
+	loading chan struct{}
+	closed  bool
 	down    error // why pmcd cannot be reached; nil when connected
 	retryAt time.Time
+	retryT  *time.Timer
 	fails   int
-	boot    time.Time // the host's boot time (kernel.all.uptime), zero if unknown
+	started starts
 
 	// fetch state, reused
 	rd        resultDecoder
@@ -129,37 +137,20 @@ func (s *Source) Endpoint() Endpoint { return s.ep }
 // Connect connects to pmcd now (if not connected) and reads the metadata.
 func (s *Source) Connect() error {
 	s.mu.Lock()
+	if s.c == nil {
+		s.startLoad()
+	}
+	done := s.loading
+	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.c != nil {
-		return nil
+	if s.c == nil {
+		return s.down
 	}
-	return s.connect(time.Now())
-}
-
-// connect dials pmcd and reads the metadata; on failure the source is down
-// until the next attempt after a backoff.
-func (s *Source) connect(now time.Time) error {
-	c, err := dial(s.ep, s.opts.Timeout, s.opts.MaxPDU)
-	if err == nil {
-		var md *metadata
-		if md, err = s.load(c); err == nil {
-			wasDown := s.md != nil
-			s.c, s.md, s.stale = c, md, false
-			s.instAt = now
-			s.epoch++
-			s.fails = 0
-			s.down = nil
-			s.req = s.req[:0]
-			s.readBoot()
-			if wasDown {
-				s.log.Debug("pmcd connected again", "pmcd", s.ep.String(), "metrics", len(md.metrics))
-			}
-			return nil
-		}
-		c.close()
-	}
-	s.setDown(now, err)
-	return err
+	return nil
 }
 
 // setDown records that pmcd cannot be reached and when to try again.
@@ -173,58 +164,83 @@ func (s *Source) setDown(now time.Time, err error) {
 		s.log.Debug("pmcd unreachable", "pmcd", s.ep.String(), "err", err)
 	}
 	s.down = err
-	s.retryAt = now.Add(s.opts.Backoff[min(s.fails, len(s.opts.Backoff)-1)])
+	wait := s.opts.Backoff[min(s.fails, len(s.opts.Backoff)-1)]
+	s.retryAt = now.Add(wait)
 	s.fails++
+	if s.retryT != nil {
+		s.retryT.Stop()
+	}
+	if !s.closed {
+		s.retryT = time.AfterFunc(wait, s.retry)
+	}
 }
 
-// ensure connects when down and the backoff has passed; false when down.
+// ensure starts connecting (in the background) when down and the backoff
+// has passed; false when down.
 func (s *Source) ensure(now time.Time) bool {
 	if s.c == nil && !now.Before(s.retryAt) {
-		s.connect(now)
+		s.startLoad()
 	}
 	return s.c != nil
 }
 
-// load reads the metadata of the selected metrics.
-func (s *Source) load(c *conn) (*metadata, error) {
-	deadline := time.Now().Add(s.opts.MetadataTimeout)
-	all, err := c.readNames(deadline)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, n := range all {
-		if s.opts.Selection.Selected(n) {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	ids, err := c.lookupNames(deadline, names)
-	if err != nil {
-		return nil, err
-	}
-	var uniq []semantics.PMID
-	seen := map[semantics.PMID]bool{}
-	for _, id := range ids {
-		if id != semantics.PMIDNull && !seen[id] {
-			seen[id] = true
-			uniq = append(uniq, id)
-		}
-	}
-	descs, err := c.lookupDescs(deadline, uniq)
-	if err != nil {
-		return nil, err
-	}
+// load reads the metadata of the selected metrics on c (not yet the
+// source's: s.mu is not held). With prev, only the labels are read again:
+// the names, descriptors, help and instances are prev's.
+func (s *Source) load(c *conn, deadline time.Time, prev *metadata) (*metadata, error) {
 	md := &metadata{descs: map[semantics.PMID]*semantics.Desc{}, indoms: map[semantics.InDom]*indom{}}
-	for _, d := range descs {
-		if d != nil {
-			md.descs[d.PMID] = d
-		}
-	}
 	oneline := map[semantics.PMID]string{}
 	help := map[semantics.PMID]string{}
+	var names []string
+	var ids []semantics.PMID
+	var descs []*semantics.Desc
+	if prev != nil {
+		for _, m := range prev.metrics {
+			names, ids = append(names, m.Name), append(ids, m.Desc.PMID)
+			oneline[m.Desc.PMID], help[m.Desc.PMID] = m.OneLine, m.Help
+		}
+		for id, d := range prev.descs {
+			md.descs[id] = d
+			descs = append(descs, d)
+		}
+		for id, in := range prev.indoms {
+			// a copy: scrapes may be reading prev's instances
+			md.indoms[id] = &indom{insts: slices.Clone(in.insts), ids: in.ids}
+		}
+		md.unresolved = prev.unresolved
+	} else {
+		all, err := c.readNames(deadline)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range all {
+			if s.opts.Selection.Selected(n) {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		if ids, err = c.lookupNames(deadline, names); err != nil {
+			return nil, err
+		}
+		var uniq []semantics.PMID
+		seen := map[semantics.PMID]bool{}
+		for _, id := range ids {
+			if id != semantics.PMIDNull && !seen[id] {
+				seen[id] = true
+				uniq = append(uniq, id)
+			}
+		}
+		if descs, err = c.lookupDescs(deadline, uniq); err != nil {
+			return nil, err
+		}
+		for _, d := range descs {
+			if d != nil {
+				md.descs[d.PMID] = d
+			}
+		}
+	}
 	labels := map[request]semantics.LabelSet{}
-	if err := c.readDetails(deadline, descs, md, oneline, help, labels); err != nil {
+	if err := c.readDetails(deadline, descs, md, oneline, help, labels, prev != nil); err != nil {
 		return nil, err
 	}
 	md.context = labels[request{kind: pduLabelReq, sub: labelContext, ident: 0xffffffff}]
@@ -250,48 +266,22 @@ func (s *Source) load(c *conn) (*metadata, error) {
 		}
 		md.metrics = append(md.metrics, source.Metric{Name: n, Desc: *d, OneLine: oneline[d.PMID], Help: help[d.PMID], Labels: ls})
 	}
-	if md.unresolved > 0 {
+	if md.unresolved > 0 && prev == nil {
 		s.log.Info("pmcd metrics without a PMID or descriptor skipped", "pmcd", s.ep.String(), "count", md.unresolved)
 	}
 	return md, nil
 }
 
-// readBoot reads the host's boot time from kernel.all.uptime (when pmcd has
-// it): the start of the linux agent's counters.
-func (s *Source) readBoot() {
-	s.boot = time.Time{}
-	c := s.c
-	deadline := time.Now().Add(s.opts.Timeout)
-	ids, err := c.lookupNames(deadline, []string{"kernel.all.uptime"})
-	if err != nil || ids[0] == semantics.PMIDNull {
-		return
-	}
-	var res source.Result
-	if err := s.fetchLocked([]semantics.PMID{ids[0]}, &res); err != nil || len(res.Sets) != 1 || res.Sets[0].Err != nil || len(res.Sets[0].Values) != 1 {
-		return
-	}
-	up := res.Sets[0].Values[0].Value.Float64()
-	s.boot = res.Time.Add(-time.Duration(up * float64(time.Second))).Truncate(time.Second)
-	s.req = s.req[:0]
-}
-
 // Metrics returns the selected metrics pmcd exports, in name order; the
 // last ones known while pmcd cannot be reached. Metadata flagged as changed
-// by pmcd is read again first.
+// by pmcd starts being read again in the background: these are the
+// previous ones until that read is done (Epoch grows then).
 func (s *Source) Metrics() []source.Metric {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	if s.ensure(now) && s.stale {
-		md, err := s.load(s.c)
-		if err != nil {
-			s.setDown(now, err)
-		} else {
-			s.md, s.stale = md, false
-			s.instAt = now
-			s.epoch++
-			s.log.Info("pmcd metadata read again after a change", "pmcd", s.ep.String(), "metrics", len(md.metrics))
-		}
+	if s.ensure(now) && s.stale != 0 && !now.Before(s.retryAt) {
+		s.startLoad()
 	}
 	if s.md == nil {
 		return nil
@@ -317,17 +307,6 @@ func (s *Source) Epoch() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.epoch
-}
-
-// Generation returns when pmid's counters started, where known: the host's
-// boot for the linux agent (domain 60), whose counters are the kernel's.
-func (s *Source) Generation(pmid semantics.PMID) time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if pmid.Domain() == 60 {
-		return s.boot
-	}
-	return time.Time{}
 }
 
 // Status reports the source down, with the reason, while pmcd cannot be
@@ -362,9 +341,10 @@ func (s *Source) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) 
 	defer s.mu.Unlock()
 	now := time.Now()
 	if s.ensure(now) {
-		err := s.fetchLocked(pmids, res)
+		deadline := now.Add(s.opts.Timeout)
+		err := s.fetchLocked(pmids, res, deadline)
 		if err == nil {
-			s.afterFetch(res)
+			s.afterFetch(res, deadline)
 			return nil
 		}
 		s.setDown(time.Now(), err)
@@ -378,8 +358,9 @@ func (s *Source) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) 
 }
 
 // fetchLocked sends HIGHRES_FETCH (FETCH for old pmcds) PDUs of at most
-// pmcd's request size for pmids and decodes the replies into res.
-func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result) error {
+// pmcd's request size for pmids and decodes the replies into res, all
+// within deadline.
+func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadline time.Time) error {
 	c := s.c
 	if !slices.Equal(s.req, pmids) {
 		s.req = append(s.req[:0], pmids...)
@@ -397,65 +378,33 @@ func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result) error {
 		}
 		s.prevInst, s.prevStart = s.prevInst[:0], s.prevStart[:0]
 	}
-	kind, reply := uint32(pduHighresFetch), uint32(pduHighresResult)
-	if c.features&featHighres == 0 {
-		kind, reply = pduFetch, pduResult
-	}
 	const chunk = (maxRequest - 28) / 4
 	s.rd.reset()
 	res.Sets = res.Sets[:0]
-	deadline := time.Now().Add(s.opts.Timeout)
 	c.c.SetDeadline(deadline)
 	for k, lo := 0, 0; lo < len(pmids); k, lo = k+1, lo+chunk {
 		hi := min(lo+chunk, len(pmids))
-		w := &c.w
-		w.b = w.b[:0]
-		w.begin(kind)
-		w.u32(0) // ctxid
-		w.u32(0)
-		w.u32(0)
-		w.u32(uint32(hi - lo))
-		for _, id := range pmids[lo:hi] {
-			w.u32(uint32(id))
-		}
-		w.finish()
-		if _, err := c.c.Write(w.b); err != nil {
-			return c.ioErr(err)
-		}
 		if len(s.bufs) <= k {
 			s.bufs = append(s.bufs, nil)
 		}
-		for {
-			p, buf, err := readPDU(c.r, s.bufs[k], c.max, c.peer)
-			s.bufs[k] = buf[:0]
-			if err != nil {
-				return c.ioErr(err)
+		p, code, flags, buf, err := c.fetchRequest(pmids[lo:hi], s.bufs[k])
+		s.bufs[k] = buf[:0]
+		s.flag(flags)
+		if err != nil {
+			return err
+		}
+		if p.typ == pduError {
+			// the whole request failed: every metric has the error
+			e := s.rd.errOf(code)
+			for _, id := range pmids[lo:hi] {
+				s.rd.starts = append(s.rd.starts, len(s.rd.vals))
+				res.Sets = append(res.Sets, source.ValueSet{PMID: id, Err: e})
 			}
-			if p.typ == pduError {
-				code, err := errorCode(p, c.peer)
-				if err != nil {
-					return err
-				}
-				if code > 0 {
-					s.flag(code)
-					continue
-				}
-				// the whole request failed: every metric has the error
-				e := s.rd.errOf(code)
-				for _, id := range pmids[lo:hi] {
-					s.rd.starts = append(s.rd.starts, len(s.rd.vals))
-					res.Sets = append(res.Sets, source.ValueSet{PMID: id, Err: e})
-				}
-				break
-			}
-			if p.typ != reply {
-				return &FormatError{Peer: c.peer, PDU: pduName(p.typ), Offset: 4, Msg: "unexpected reply to " + pduName(kind)}
-			}
-			res.Sets, res.Time, err = s.rd.decode(p, pmids[lo:hi], s.types[lo:hi], res.Sets)
-			if err != nil {
-				return err
-			}
-			break
+			continue
+		}
+		res.Sets, res.Time, err = s.rd.decode(p, pmids[lo:hi], s.types[lo:hi], res.Sets)
+		if err != nil {
+			return err
 		}
 	}
 	s.rd.link(res.Sets)
@@ -465,15 +414,23 @@ func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result) error {
 // flag records pmcd's state-change flags: metadata is read again before
 // the next scrape.
 func (s *Source) flag(code int32) {
-	if code&(pmcdAgentChange|pmcdLabelChange|pmcdNamesChange|pmcdHostnameChange) != 0 && !s.stale {
-		s.stale = true
+	var what staleness
+	if code&(pmcdAgentChange|pmcdNamesChange|pmcdHostnameChange) != 0 {
+		what |= staleAll
+	}
+	if code&pmcdLabelChange != 0 {
+		what |= staleLabels
+	}
+	if what&^s.stale != 0 {
+		s.stale |= what
 		s.log.Info("pmcd reports a change; metadata will be read again", "pmcd", s.ep.String(), "flags", fmt.Sprintf("0x%x", code))
 	}
 }
 
-// afterFetch counts metrics answered with errors and reads again the
-// instance domains whose values name instances not known yet.
-func (s *Source) afterFetch(res *source.Result) {
+// afterFetch counts metrics answered with errors and reads again, within
+// the fetch's deadline, the instance domains whose values name instances
+// not known yet.
+func (s *Source) afterFetch(res *source.Result, deadline time.Time) {
 	s.nextInst, s.nextStart = s.nextInst[:0], s.nextStart[:0]
 	s.refresh = s.refresh[:0]
 	same := len(s.prevStart) == len(res.Sets)+1
@@ -538,7 +495,7 @@ func (s *Source) afterFetch(res *source.Result) {
 	s.prevInst, s.nextInst = s.nextInst, s.prevInst
 	s.prevStart, s.nextStart = s.nextStart, s.prevStart
 	if len(s.refresh) > 0 {
-		if err := s.readInstances(s.refresh); err != nil {
+		if err := s.readInstances(s.refresh, deadline); err != nil {
 			s.setDown(time.Now(), err)
 		}
 	}
@@ -554,7 +511,7 @@ func (s *Source) addRefresh(in semantics.InDom) {
 }
 
 // readInstances reads instance domains again (with their instance labels).
-func (s *Source) readInstances(indoms []semantics.InDom) error {
+func (s *Source) readInstances(indoms []semantics.InDom, deadline time.Time) error {
 	c := s.c
 	c.w.b = c.w.b[:0]
 	withLabels := c.features&featLabels != 0
@@ -578,7 +535,7 @@ func (s *Source) readInstances(indoms []semantics.InDom) error {
 		}
 	}
 	var insts []source.Instance
-	return c.exchange(time.Now().Add(s.opts.Timeout), per*len(indoms), func(i int, p pdu) error {
+	return c.exchange(deadline, per*len(indoms), func(i int, p pdu) error {
 		in := indoms[i/per]
 		if p.typ == pduError {
 			if err := ignorePCPError(c.expect(p, pduError)); err != nil {
@@ -631,6 +588,10 @@ func (s *Source) Close() error {
 		s.c.close()
 		s.c = nil
 	}
+	if s.retryT != nil {
+		s.retryT.Stop()
+	}
+	s.closed = true
 	s.down = errors.New("closed")
 	return nil
 }

@@ -1,0 +1,300 @@
+package pmcd
+
+import (
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// Connecting and reading the metadata happen off the scrape path: a
+// goroutine dials a new connection, reads the metadata (and when the
+// counters started) within MetadataTimeout, and only then installs it, so
+// that a scrape never waits on metadata. Until a first connection is
+// installed the source is down; a reload after pmcd flagged a change
+// (on a second connection) leaves the previous metadata and connection
+// serving scrapes meanwhile.
+
+// staleness is what pmcd flagged as changed.
+type staleness uint8
+
+const (
+	staleAll    staleness = 1 << iota // agents, names or the hostname
+	staleLabels                       // labels only
+)
+
+// startLoad starts reading pmcd's metadata on a new connection, unless a
+// read is already under way: only the labels when connected and pmcd
+// flagged only a label change. s.mu is held.
+func (s *Source) startLoad() {
+	if s.loading != nil || s.closed {
+		return
+	}
+	var prev *metadata
+	if s.c != nil && s.stale == staleLabels {
+		prev = s.md
+	}
+	done := make(chan struct{})
+	s.loading = done
+	what := s.stale
+	s.stale = 0
+	go s.loadAsync(done, prev, what)
+}
+
+// loadAsync dials pmcd, reads its metadata and installs both; on failure
+// the source is down (when it had no connection) or keeps its previous
+// metadata and tries again after a backoff.
+func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness) {
+	defer close(done)
+	c, err := dial(s.ep, s.opts.Timeout, s.opts.MaxPDU)
+	var md *metadata
+	var st *starts // nil: unchanged (a label change)
+	if err == nil {
+		deadline := time.Now().Add(s.opts.MetadataTimeout)
+		if md, err = s.load(c, deadline, prev); err == nil && prev == nil {
+			st = new(starts)
+			*st, err = readStarts(c, deadline)
+		}
+		if err != nil {
+			c.close()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loading = nil
+	now := time.Now()
+	switch {
+	case s.closed:
+		if err == nil {
+			c.close()
+		}
+	case prev != nil && s.c == nil:
+		// the connection was lost meanwhile: pmcd may have restarted,
+		// so prev's names and descriptors may be wrong: read all
+		if err == nil {
+			c.close()
+		}
+		s.startLoad()
+	case err != nil && s.c == nil:
+		s.setDown(now, err)
+	case err != nil:
+		s.stale |= what
+		s.retryAt = now.Add(s.opts.Backoff[min(s.fails, len(s.opts.Backoff)-1)])
+		s.fails++
+		s.log.Warn("reading pmcd's metadata again failed; the previous metadata is kept", "pmcd", s.ep.String(), "err", err)
+	default:
+		s.install(c, md, st, now)
+	}
+}
+
+// install makes c and md the source's connection and metadata, and st
+// (unless nil) when the counters started. s.mu is held.
+func (s *Source) install(c *conn, md *metadata, st *starts, now time.Time) {
+	reload, wasDown := s.c != nil, s.md != nil && s.c == nil
+	if reload {
+		s.c.close()
+	}
+	s.c, s.md = c, md
+	if st != nil {
+		s.started = *st
+		s.flag(st.flags)
+	}
+	s.instAt = now
+	s.epoch++
+	s.fails = 0
+	s.down = nil
+	s.req = s.req[:0]
+	switch {
+	case reload:
+		s.log.Info("pmcd metadata read again after a change", "pmcd", s.ep.String(), "metrics", len(md.metrics), "labels_only", st == nil)
+	case wasDown:
+		s.log.Debug("pmcd connected again", "pmcd", s.ep.String(), "metrics", len(md.metrics))
+	}
+}
+
+// retry is the backoff timer's end: a new connection is tried.
+func (s *Source) retry() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c == nil {
+		s.startLoad()
+	}
+}
+
+// starts are when the counters of pmcd's agents started, where known, and
+// pmcd's change flags seen while reading them.
+type starts struct {
+	boot  time.Time // the host's boot: kernel.all.boottime (else uptime)
+	pmcd  time.Time // pmcd's start: proc.psinfo.start_time of pmcd.pid
+	flags int32
+}
+
+// PMDA domains whose counters' start is known.
+const (
+	domainPMCD  = 2  // pmcd's own metrics (pmcd.*)
+	domainProc  = 3  // proc.*
+	domainLinux = 60 // the linux agent: the kernel's counters
+)
+
+// pmcdLifetime reports whether the counters of a cluster of pmcd's own
+// metrics count from pmcd's start (pmdas/pmcd/src/pmcd.c): pmcd.sighups
+// (0), pmcd.pdu_in.* (1) and pmcd.pdu_out.* (2), libpcp's PDU counts
+// in pmcd's memory, and pmcd.cputime.total (7), pmcd's process times. The
+// others (pmcd.pmie.*: each pmie's own counts) are not pmcd's.
+func pmcdLifetime(cluster uint32) bool {
+	return cluster == 0 || cluster == 1 || cluster == 2 || cluster == 7
+}
+
+// readStarts reads the host's boot time and pmcd's start on c. Metrics
+// pmcd does not have or refuses (proc.* over TCP: PM_ERR_PERMISSION) leave
+// a start unknown.
+func readStarts(c *conn, deadline time.Time) (starts, error) {
+	var st starts
+	ids, err := c.lookupNames(deadline, []string{"kernel.all.boottime", "kernel.all.uptime", "pmcd.pid", "proc.psinfo.start_time"})
+	if err != nil {
+		return st, ignorePCPError(err)
+	}
+	want := []uint32{domainLinux, domainLinux, domainPMCD, domainProc}
+	var pmids []semantics.PMID
+	for i, id := range ids {
+		if id == semantics.PMIDNull || id.Domain() != want[i] {
+			ids[i] = semantics.PMIDNull
+			continue
+		}
+		if i < 3 {
+			pmids = append(pmids, id)
+		}
+	}
+	if len(pmids) == 0 {
+		return st, nil
+	}
+	descs, err := c.lookupDescs(deadline, append(pmids, ids[3]))
+	if err != nil {
+		return st, err
+	}
+	types := func(n int) []semantics.Type {
+		t := make([]semantics.Type, n)
+		for i := range t {
+			if descs[i] != nil {
+				t[i] = descs[i].Type
+			}
+		}
+		return t
+	}
+	sets, at, flags, err := c.fetchOnce(deadline, pmids, types(len(pmids)))
+	st.flags |= flags
+	if err != nil {
+		return st, ignorePCPError(err)
+	}
+	value := func(id semantics.PMID) (semantics.Value, bool) {
+		for _, set := range sets {
+			if set.PMID == id && id != semantics.PMIDNull && set.Err == nil && len(set.Values) == 1 {
+				return set.Values[0].Value, true
+			}
+		}
+		return semantics.Value{}, false
+	}
+	if v, ok := value(ids[0]); ok {
+		st.boot = time.Unix(int64(v.Float64()), 0)
+	} else if v, ok := value(ids[1]); ok {
+		st.boot = at.Add(-time.Duration(v.Float64() * float64(time.Second))).Truncate(time.Second)
+	}
+	pid, ok := value(ids[2])
+	if !ok || st.boot.IsZero() || ids[3] == semantics.PMIDNull || descs[len(pmids)] == nil {
+		return st, nil
+	}
+	sets, _, flags, err = c.fetchOnce(deadline, ids[3:], []semantics.Type{descs[len(pmids)].Type})
+	st.flags |= flags
+	if err != nil {
+		return st, ignorePCPError(err)
+	}
+	if len(sets) == 1 && sets[0].Err == nil {
+		for _, v := range sets[0].Values {
+			if v.Inst == int32(pid.Float64()) {
+				st.pmcd = st.boot.Add(time.Duration(v.Value.Float64()) * time.Millisecond)
+			}
+		}
+	}
+	return st, nil
+}
+
+// Generation returns when pmid's counters started, where known: the host's
+// boot for the linux agent (domain 60), whose counters are the kernel's
+// since boot; pmcd's start for pmcd's own counters (domain 2, see
+// pmcdLifetime; a restarted pmcd is a new generation). Other agents'
+// counters start at other times (xfs: since its statistics were last
+// cleared; kvm: since the module loaded; proc: each process's start;
+// jbd2: each journal's mount; pmproxy: pmproxy's start): unknown.
+func (s *Source) Generation(pmid semantics.PMID) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case pmid.Domain() == domainLinux:
+		return s.started.boot
+	case pmid.Domain() == domainPMCD && pmcdLifetime(pmid.Cluster()):
+		return s.started.pmcd
+	}
+	return time.Time{}
+}
+
+// fetchRequest sends one fetch of pmids (at most one request's worth) and
+// reads its reply into buf: a RESULT, or an ERROR whose code is pmcd's
+// error for the whole request. pmcd's change flags (ERROR PDUs with a positive code
+// before the reply) are ORed into flags.
+func (c *conn) fetchRequest(pmids []semantics.PMID, buf []byte) (p pdu, code, flags int32, _ []byte, err error) {
+	kind, reply := uint32(pduHighresFetch), uint32(pduHighresResult)
+	if c.features&featHighres == 0 {
+		kind, reply = pduFetch, pduResult
+	}
+	w := &c.w
+	w.b = w.b[:0]
+	w.begin(kind)
+	w.u32(0) // ctxid
+	w.u32(0)
+	w.u32(0)
+	w.u32(uint32(len(pmids)))
+	for _, id := range pmids {
+		w.u32(uint32(id))
+	}
+	w.finish()
+	if _, err := c.c.Write(w.b); err != nil {
+		return p, 0, flags, buf, c.ioErr(err)
+	}
+	for {
+		p, buf, err = readPDU(c.r, buf, c.max, c.peer)
+		if err != nil {
+			return p, 0, flags, buf, c.ioErr(err)
+		}
+		if p.typ == pduError {
+			code, err := errorCode(p, c.peer)
+			if err != nil || code <= 0 {
+				return p, code, flags, buf, err
+			}
+			flags |= code
+			continue
+		}
+		if p.typ != reply {
+			return p, 0, flags, buf, &FormatError{Peer: c.peer, PDU: pduName(p.typ), Offset: 4, Msg: "unexpected reply to " + pduName(kind)}
+		}
+		return p, 0, flags, buf, nil
+	}
+}
+
+// fetchOnce fetches a few pmids (whose INSITU values are of types) on c,
+// outside the steady fetch path.
+func (c *conn) fetchOnce(deadline time.Time, pmids []semantics.PMID, types []semantics.Type) ([]source.ValueSet, time.Time, int32, error) {
+	c.c.SetDeadline(deadline)
+	p, code, flags, _, err := c.fetchRequest(pmids, nil)
+	if err != nil {
+		return nil, time.Time{}, flags, err
+	}
+	if p.typ == pduError {
+		return nil, time.Time{}, flags, pmErr(code)
+	}
+	rd := resultDecoder{peer: c.peer}
+	sets, at, err := rd.decode(p, pmids, types, nil)
+	if err == nil {
+		rd.link(sets)
+	}
+	return sets, at, flags, err
+}
