@@ -106,15 +106,23 @@ func openPMCDSources(f *serveFlags, logger *slog.Logger) (srcs []bridge.Source, 
 			closers[i]()
 		}
 	}
-	for _, spec := range specs {
+	// every pmcd is read at once, and serving starts after --pmcd.timeout
+	// at the latest: a pmcd still reading its metadata is down until done
+	ps := make([]*pmcd.Source, len(specs))
+	for i, spec := range specs {
 		p, err := pmcd.New(spec, opts)
 		if err != nil {
 			closeAll()
 			return nil, nil, false, usagef("--pmcd: %v", err)
 		}
 		closers = append(closers, func() { p.Close() })
-		if err := p.Connect(); err != nil {
-			logger.Warn("pmcd does not answer yet; its source is down until it does", "pmcd", spec, "err", err)
+		_ = p.ConnectBy(time.Now()) // starts the read
+		ps[i] = p
+	}
+	deadline := time.Now().Add(opts.Timeout)
+	for i, p := range ps {
+		if err := p.ConnectBy(deadline); err != nil {
+			logger.Warn("pmcd does not answer yet; its source is down until it does", "pmcd", specs[i], "err", err)
 		}
 		var src source.Source = p
 		if src, err = f.derived.wrap(src, logger); err != nil {

@@ -447,3 +447,32 @@ func TestNewInstancesReadAgain(t *testing.T) {
 		t.Fatalf("instances after a new one appeared: %+v", got)
 	}
 }
+
+// TestConnectByStalledMetadata: a pmcd that answers the handshake but
+// stalls its metadata holds ConnectBy (serve's start) only until the
+// deadline; the source is down meanwhile and up once the read completes.
+func TestConnectByStalledMetadata(t *testing.T) {
+	f := newFake(t)
+	release := f.stallMetadata(pduPMNSTraverse)
+	s, err := New(f.addr(), Options{Timeout: testTimeout, MetadataTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	start := time.Now()
+	err = s.ConnectBy(start.Add(200 * time.Millisecond))
+	if d := time.Since(start); d > 200*time.Millisecond+100*time.Millisecond {
+		t.Errorf("ConnectBy returned after %v, deadline 200ms", d)
+	}
+	if err == nil || !strings.Contains(err.Error(), "still reading its metadata") {
+		t.Fatalf("ConnectBy = %v, want a still-reading error", err)
+	}
+	if st := s.Status(time.Now()); st.Reason != source.ReasonDown {
+		t.Errorf("status while reading = %+v, want down", st)
+	}
+	release()
+	if err := s.ConnectBy(time.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("ConnectBy after the release = %v", err)
+	}
+	waitUp(t, s)
+}

@@ -135,7 +135,14 @@ func Open(spec string, opts Options) (*Source, error) {
 func (s *Source) Endpoint() Endpoint { return s.ep }
 
 // Connect connects to pmcd now (if not connected) and reads the metadata.
-func (s *Source) Connect() error {
+func (s *Source) Connect() error { return s.ConnectBy(time.Time{}) }
+
+// ConnectBy is Connect waiting no later than deadline (zero: until the
+// read ends). A read still under way then goes on in the background, and
+// the source stays down until it completes: a pmcd that answers the
+// handshake but stalls its metadata cannot hold up a caller for
+// MetadataTimeout.
+func (s *Source) ConnectBy(deadline time.Time) error {
 	s.mu.Lock()
 	if s.c == nil {
 		s.startLoad()
@@ -143,11 +150,23 @@ func (s *Source) Connect() error {
 	done := s.loading
 	s.mu.Unlock()
 	if done != nil {
-		<-done
+		if deadline.IsZero() {
+			<-done
+		} else {
+			t := time.NewTimer(time.Until(deadline))
+			defer t.Stop()
+			select {
+			case <-done:
+			case <-t.C:
+			}
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.c == nil {
+		if s.loading != nil {
+			return fmt.Errorf("pmcd at %s: still reading its metadata (continuing in the background)", s.ep)
+		}
 		return s.down
 	}
 	return nil
