@@ -134,6 +134,8 @@ type Readiness struct {
 	last time.Time
 }
 
+// ServeHTTP answers 200 "Ready" once the sources were read (reading them
+// at most once per Every while they are not), else 503.
 func (rd *Readiness) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	select {
 	case <-rd.Ready:

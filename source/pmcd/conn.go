@@ -21,6 +21,7 @@ type Endpoint struct {
 	fallback *Endpoint
 }
 
+// String is the endpoint as a spec (unix:PATH or HOST:PORT).
 func (e Endpoint) String() string {
 	if e.Network == "unix" {
 		return "unix:" + e.Address

@@ -92,6 +92,7 @@ type FormatError struct {
 	Msg    string
 }
 
+// Error names the peer, the PDU and the byte offset.
 func (e *FormatError) Error() string {
 	return fmt.Sprintf("pmcd at %s: %s at byte %d: %s", e.Peer, e.PDU, e.Offset, e.Msg)
 }
