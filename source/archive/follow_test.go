@@ -106,6 +106,11 @@ func TestFollowDirectory(t *testing.T) {
 			t.Errorf("+%v: status %+v, want up with lag %v", s, st, delay)
 		}
 	}
+	// the time served is to the microsecond, the Result says which
+	var res source.Result
+	if err := f.Fetch(at(49.5).Add(delay+567), nil, &res); err != nil || !res.Time.Equal(at(49.5)) {
+		t.Errorf("served %v (%v), want %v: the time to the microsecond", res.Time, err, at(49.5))
+	}
 	// past the end of part_a: its last record (the counter and the
 	// instant: the string keeps "sample 4" at 50 s after a fetch at 49.5 s,
 	// as libpcp's does with the same fetches, its bounds kept)
