@@ -6,8 +6,11 @@ usage: libpcp_at.py ARCHIVE_OR_DIR METRIC... < TIMES
 For each time on stdin (epoch seconds, one per line) prints
   at TIME METRIC VALUE      libpcp's interpolation (PM_MODE_INTERP) at TIME
   at TIME METRIC none       when it gives no value
-then every record of the archive(s) (pmFetchArchive, forward):
-  raw TIME METRIC VALUE
+then the archive's label start and every record of it (pmFetchArchive,
+forward; marks left out):
+  start TIME
+  rec TIME                  each record, whatever metrics it holds
+  raw TIME METRIC VALUE     each value of METRIC it holds
 Singular metrics only. Nothing is computed here: the values are pmFetch's.
 """
 import sys
@@ -50,6 +53,7 @@ for line in sys.stdin:
     ctx.pmFreeResult(res)
 
 start = ctx.pmGetArchiveLabel().start
+print("start %d.%06d" % (start.tv_sec, start.tv_usec))
 ctx.pmSetMode(c.PM_MODE_FORW, start, 0)
 while True:
     try:
@@ -59,6 +63,7 @@ while True:
     ts = res.contents.timestamp
     stamp = "%d.%06d" % (ts.tv_sec, ts.tv_usec)
     if res.contents.numpmid > 0:
+        print("rec", stamp)
         # a record holds the metrics it logged, in its own order
         for i in range(res.contents.numpmid):
             pmid = res.contents.get_pmid(i)
