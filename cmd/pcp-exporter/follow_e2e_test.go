@@ -62,7 +62,11 @@ func TestFollowPmlogger(t *testing.T) {
 		delay = interval + time.Second
 		// stalled after 3 logging intervals plus 2 s without a record,
 		// seen at the next scrape
-		stallWithin = 3*interval + 2*time.Second + scrape + time.Second
+		stallAfter  = 3*interval + 2*time.Second
+		stallWithin = stallAfter + scrape + time.Second
+		// pmlogger writes a record within 0.25 s of its time
+		// (archive.FollowMargin); the checks allow it 1 s
+		written = time.Second
 	)
 	dir := t.TempDir()
 	arch := filepath.Join(dir, "host")
@@ -160,22 +164,6 @@ scrape_configs:
 			t.Errorf("resets(%s) = %v, want 0", q, r)
 		}
 	}
-	// stalled within the documented time of pmlogger's stop
-	var stalledAt float64
-	for key, s := range samples("pcp_exporter_source_up") {
-		if strings.Contains(key, "reason=stalled") && len(s) > 0 {
-			stalledAt = s[0][0]
-			if s[0][1] != 0 {
-				t.Errorf("source_up{reason=stalled} = %v", s[0][1])
-			}
-		}
-	}
-	if stalledAt == 0 {
-		t.Errorf("source_up never turned 0 with reason stalled\n%s", out)
-	} else if d := stalledAt - float64(stopped.UnixMilli())/1e3; d > stallWithin.Seconds() || d < 0 {
-		t.Errorf("stalled %.1f s after pmlogger stopped, want within %v", d, stallWithin)
-	}
-
 	// what each scrape served: the archive time and the lag, sent in the
 	// same scrape as the values (so stored with the same timestamp)
 	servedAt, lags := map[float64]float64{}, map[float64]float64{}
@@ -255,6 +243,22 @@ scrape_configs:
 	}
 	for _, r := range recorded {
 		sort.Slice(r, func(i, j int) bool { return r[i].t < r[j].t })
+	}
+	// recordsIn returns the records from lo to hi, and the last one
+	// before lo and the first after hi
+	recordsIn := func(lo, hi float64) (in []string, prev, next float64) {
+		prev, next = math.Inf(-1), math.Inf(1)
+		for _, r := range recs {
+			switch {
+			case r < lo:
+				prev = r
+			case r <= hi:
+				in = append(in, stamp(r))
+			case math.IsInf(next, 1):
+				next = r
+			}
+		}
+		return in, prev, next
 	}
 	// expected is libpcp's interpolation at the served time s in the
 	// archive followed then (the latest one started by s), or where it has
@@ -356,18 +360,7 @@ scrape_configs:
 			continue
 		}
 		lo, hi := read-d-iv, read-d
-		prev, next := math.Inf(-1), math.Inf(1)
-		var in []string
-		for _, r := range recs {
-			switch {
-			case r < lo:
-				prev = r
-			case r <= hi:
-				in = append(in, stamp(r))
-			case math.IsInf(next, 1):
-				next = r
-			}
-		}
+		in, prev, next := recordsIn(lo, hi)
 		if len(in) > 0 {
 			t.Errorf("scrape at %s s: lag %.3f s, over the delay plus one interval (%v), though the archive has records %v between %s and %s (served %s)", since(p[0]), lag, delay+interval, in, stamp(lo), stamp(hi), stamp(s))
 			continue
@@ -377,8 +370,40 @@ scrape_configs:
 	if maxLag < d {
 		t.Errorf("lag up to %.3f s, want the delay %v at least", maxLag, delay)
 	}
-	if stalledAt == 0 {
-		stalledAt = math.NaN()
+
+	// stalled within the documented time of pmlogger's stop; before it
+	// only at a read whose last stallAfter holds no record written by then
+	// (one with a time from read-stallAfter+written to read-written would
+	// have been read, and the archive would have grown)
+	stalledAt := math.NaN()
+	var stalledBefore []string
+	for key, ss := range samples("pcp_exporter_source_up") {
+		if !strings.Contains(key, "reason=stalled") {
+			continue
+		}
+		for _, p := range ss {
+			if p[1] != 0 {
+				t.Errorf("source_up{reason=stalled} = %v", p[1])
+			}
+			read := servedAt[p[0]] + lags[p[0]]
+			if read > stoppedAt {
+				if math.IsNaN(stalledAt) || p[0] < stalledAt {
+					stalledAt = p[0]
+				}
+				continue
+			}
+			in, prev, next := recordsIn(read-stallAfter.Seconds()+written.Seconds(), read-written.Seconds())
+			if len(in) > 0 {
+				t.Errorf("stalled at %s s, before pmlogger stopped, though the archive has records %v", since(p[0]), in)
+				continue
+			}
+			stalledBefore = append(stalledBefore, fmt.Sprintf("%s s (no record from %s to %s, a gap of %.3f s)", since(p[0]), stamp(prev), stamp(next), next-prev))
+		}
+	}
+	if math.IsNaN(stalledAt) {
+		t.Errorf("source_up never turned 0 with reason stalled after pmlogger stopped")
+	} else if d := stalledAt - stoppedAt; d > stallWithin.Seconds() || d < 0 {
+		t.Errorf("stalled %.1f s after pmlogger stopped, want within %v", d, stallWithin)
 	}
 	t.Logf("scrapes: %d over %.0f s (rotation at +%.0f s, stop at +%.0f s), each with the 3 metrics, the served time and the lag; resets() of both CPU counters 0 across the rotation",
 		len(ups), ups[len(ups)-1][0]-ups[0][0], rotated.Sub(begin).Seconds(), stopped.Sub(begin).Seconds())
@@ -386,21 +411,23 @@ scrape_configs:
 		checked, checked-latest, latest, offsets(slices.Sorted(maps.Keys(latestAt))), len(clipped), offsets(clipped))
 	t.Logf("lag: up to %.3f s over %d scrapes while pmlogger wrote; within the delay plus one interval (%v) at %d (up to %.3f s); %d excused%s; %d scrapes after the stop not bound",
 		maxLag, bound+len(excused), delay+interval, bound, maxBound, len(excused), strings.Join(append([]string{""}, excused...), "; "), afterStop)
-	t.Logf("stalled %.1f s after the stop (documented: within %v)", stalledAt-float64(stopped.UnixMilli())/1e3, stallWithin)
+	t.Logf("stalled %.1f s after the stop (documented: within %v); %d scrapes stalled before it, each in a gap of the recording%s",
+		stalledAt-stoppedAt, stallWithin, len(stalledBefore), strings.Join(append([]string{""}, stalledBefore...), "; "))
 	if t.Failed() {
 		t.Logf("exporter log:\n%s", out)
-		if keep := os.Getenv("PCPX_KEEP"); keep != "" {
-			exec.Command("cp", "-r", arch, keep).Run()
-			os.WriteFile(filepath.Join(keep, "libpcp.txt"), raw, 0o644)
-			var b strings.Builder
-			for i, p := range ups {
-				fmt.Fprintf(&b, "%.3f served %s lag %v", p[0], stamp(servedAt[p[0]]), lags[p[0]])
-				if i < len(user) && i < len(sys) && i < len(used) {
-					fmt.Fprintf(&b, " user %v sys %v used %v", user[i][1], sys[i][1], used[i][1])
-				}
-				b.WriteString("\n")
+	}
+	// PCPX_KEEP=DIR keeps the archives, libpcp's answers and the scrapes
+	if keep := os.Getenv("PCPX_KEEP"); keep != "" {
+		exec.Command("cp", "-r", arch, keep).Run()
+		os.WriteFile(filepath.Join(keep, "libpcp.txt"), raw, 0o644)
+		var b strings.Builder
+		for i, p := range ups {
+			fmt.Fprintf(&b, "%.3f served %s lag %v", p[0], stamp(servedAt[p[0]]), lags[p[0]])
+			if i < len(user) && i < len(sys) && i < len(used) {
+				fmt.Fprintf(&b, " user %v sys %v used %v", user[i][1], sys[i][1], used[i][1])
 			}
-			os.WriteFile(filepath.Join(keep, "scrapes.txt"), []byte(b.String()), 0o644)
+			b.WriteString("\n")
 		}
+		os.WriteFile(filepath.Join(keep, "scrapes.txt"), []byte(b.String()), 0o644)
 	}
 }
