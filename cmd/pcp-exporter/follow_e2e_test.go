@@ -194,7 +194,9 @@ scrape_configs:
 	}
 	type answers struct {
 		start float64
-		at    map[string]map[string]string // metric -> time -> value
+		// metric -> time -> value: asked in turn in one context (as the
+		// exporter fetches), and in a new context where that had none
+		at, fresh map[string]map[string]string
 	}
 	var archives []answers
 	type obs struct {
@@ -213,7 +215,7 @@ scrape_configs:
 			t.Fatalf("libpcp_at.py %s: %v", m, err)
 		}
 		raw = append(raw, out...)
-		a := answers{at: map[string]map[string]string{}}
+		a := answers{at: map[string]map[string]string{}, fresh: map[string]map[string]string{}}
 		sc := bufio.NewScanner(bytes.NewReader(out))
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
@@ -223,11 +225,15 @@ scrape_configs:
 			case len(f) == 2 && f[0] == "rec":
 				tm, _ := strconv.ParseFloat(f[1], 64)
 				recs = append(recs, tm)
-			case len(f) == 4 && f[0] == "at" && f[3] != "none":
-				if a.at[f[2]] == nil {
-					a.at[f[2]] = map[string]string{}
+			case len(f) >= 4 && (f[0] == "at" || f[0] == "fresh") && f[3] != "none":
+				m := a.at
+				if f[0] == "fresh" {
+					m = a.fresh
 				}
-				a.at[f[2]][f[1]] = f[3]
+				if m[f[2]] == nil {
+					m[f[2]] = map[string]string{}
+				}
+				m[f[2]][f[1]] = f[3]
 			case len(f) == 4 && f[0] == "raw":
 				tm, _ := strconv.ParseFloat(f[1], 64)
 				recorded[f[2]] = append(recorded[f[2]], obs{tm, f[3]})
@@ -261,9 +267,11 @@ scrape_configs:
 		return in, prev, next
 	}
 	// expected is libpcp's interpolation at the served time s in the
-	// archive followed then (the latest one started by s), or where it has
-	// none the latest value recorded at or before s
-	expected := func(metric string, s float64) (v string, latest, ok bool) {
+	// archive followed then (the latest one started by s): that of the
+	// context asked in turn, else that of a new context ("fresh": libpcp
+	// 6.0.3's answers can depend on the fetches before), else ("latest")
+	// the latest value recorded at or before s
+	expected := func(metric string, s float64) (v, from string, ok bool) {
 		var a *answers
 		for i := range archives {
 			if archives[i].start <= s {
@@ -272,7 +280,10 @@ scrape_configs:
 		}
 		if a != nil {
 			if v, ok := a.at[metric][stamp(s)]; ok {
-				return v, false, true
+				return v, "", true
+			}
+			if v, ok := a.fresh[metric][stamp(s)]; ok {
+				return v, "fresh", true
 			}
 		}
 		for _, o := range recorded[metric] {
@@ -281,13 +292,13 @@ scrape_configs:
 			}
 			v, ok = o.v, true
 		}
-		return v, true, ok
+		return v, "latest", ok
 	}
 
 	// every value served equals libpcp's bit for bit, converted as the
 	// mapping converts (v*Mul/Div: msec to seconds, Kbyte to bytes)
-	checked, latest := 0, 0
-	latestAt := map[float64]bool{} // those scrapes
+	checked, latest, fresh := 0, 0, 0
+	latestAt, freshAt := map[float64]bool{}, map[float64]bool{} // those scrapes
 	since := func(ts float64) string { return fmt.Sprintf("+%.1f", ts-float64(begin.UnixNano())/1e9) }
 	offsets := func(tss []float64) string {
 		var o []string
@@ -307,7 +318,7 @@ scrape_configs:
 	} {
 		for _, p := range c.served {
 			s := servedAt[p[0]]
-			v, isLatest, ok := expected(c.metric, s)
+			v, from, ok := expected(c.metric, s)
 			if !ok {
 				t.Errorf("%s scraped at %s s: libpcp has no value at or before the served time %s", c.metric, since(p[0]), stamp(s))
 				continue
@@ -318,12 +329,16 @@ scrape_configs:
 				continue
 			}
 			if want := c.conv(x); p[1] != want {
-				t.Errorf("%s scraped at %s s, served time %s: %v, libpcp %s (%v)", c.metric, since(p[0]), stamp(s), p[1], v, want)
+				t.Errorf("%s scraped at %s s, served time %s: %v, libpcp %s (%v%s)", c.metric, since(p[0]), stamp(s), p[1], v, want, from)
 			}
 			checked++
-			if isLatest {
+			switch from {
+			case "latest":
 				latest++
 				latestAt[p[0]] = true
+			case "fresh":
+				fresh++
+				freshAt[p[0]] = true
 			}
 		}
 	}
@@ -407,8 +422,8 @@ scrape_configs:
 	}
 	t.Logf("scrapes: %d over %.0f s (rotation at +%.0f s, stop at +%.0f s), each with the 3 metrics, the served time and the lag; resets() of both CPU counters 0 across the rotation",
 		len(ups), ups[len(ups)-1][0]-ups[0][0], rotated.Sub(begin).Seconds(), stopped.Sub(begin).Seconds())
-	t.Logf("values: %d checked bit for bit against libpcp at each scrape's served time: %d interpolated by libpcp, %d the latest recorded value where libpcp has none (scrapes at %s s); %d scrapes served the latest record (lag over the delay: at %s s), each at a record's time",
-		checked, checked-latest, latest, offsets(slices.Sorted(maps.Keys(latestAt))), len(clipped), offsets(clipped))
+	t.Logf("values: %d checked bit for bit against libpcp at each scrape's served time: %d interpolated by libpcp, %d of them only by a new context (scrapes at %s s), %d the latest recorded value where libpcp has none (scrapes at %s s); %d scrapes served the latest record (lag over the delay: at %s s), each at a record's time",
+		checked, checked-latest, fresh, offsets(slices.Sorted(maps.Keys(freshAt))), latest, offsets(slices.Sorted(maps.Keys(latestAt))), len(clipped), offsets(clipped))
 	t.Logf("lag: up to %.3f s over %d scrapes while pmlogger wrote; within the delay plus one interval (%v) at %d (up to %.3f s); %d excused%s; %d scrapes after the stop not bound",
 		maxLag, bound+len(excused), delay+interval, bound, maxBound, len(excused), strings.Join(append([]string{""}, excused...), "; "), afterStop)
 	t.Logf("stalled %.1f s after the stop (documented: within %v); %d scrapes stalled before it, each in a gap of the recording%s",
