@@ -262,6 +262,7 @@ func (f *Follow) readTail(now time.Time) {
 		}
 	}
 	if n > 0 {
+		f.cur.grown() // upper bounds once past the end may be among them
 		// when the volume was written, if that lies between the
 		// previous read and this one (it is this host's clock), else now
 		f.grown = now
