@@ -10,9 +10,10 @@ For each time on stdin (epoch seconds, one per line) prints
   fresh TIME METRIC ...       where it gave none, the answer of a new context
                               asked only at TIME (as pmval -S TIME -s 1)
 then the archive's label start and every record of it (pmFetchArchive,
-forward; marks left out):
+forward):
   start TIME
   rec TIME                  each record, whatever metrics it holds
+  mark TIME                 each <mark> (pmlogger lost pmcd: a discontinuity)
   raw TIME METRIC VALUE     each value of METRIC it holds
 Singular metrics only. Nothing is computed here: the values are pmFetch's.
 """
@@ -69,6 +70,8 @@ while True:
         break
     ts = res.contents.timestamp
     stamp = "%d.%06d" % (ts.tv_sec, ts.tv_usec)
+    if res.contents.numpmid == 0:
+        print("mark", stamp)
     if res.contents.numpmid > 0:
         print("rec", stamp)
         # a record holds the metrics it logged, in its own order
