@@ -197,8 +197,9 @@ scrape_configs:
 	}
 	type answers struct {
 		start float64
-		// metric -> time -> value: asked in turn in one context (as the
-		// exporter fetches), and in a new context where that had none
+		// metric -> time -> value: asked in turn in one context
+		// (pmSetMode, then pmFetch: libpcp positions anew each time but
+		// keeps its read cache), and in a new context where that had none
 		at, fresh map[string]map[string]string
 	}
 	var archives []answers
@@ -276,7 +277,7 @@ scrape_configs:
 	// expected is libpcp's interpolation at the served time s in the
 	// archive followed then (the latest one started by s): that of the
 	// context asked in turn, else that of a new context ("fresh": libpcp
-	// 6.0.3's answers can depend on the fetches before), else ("latest")
+	// 6.0.3's answers can depend on the reads before), else ("latest")
 	// the latest value recorded at or before s. Between the records on
 	// either side of a <mark> (pmlogger lost pmcd, under load) it is the
 	// latest value ("mark"): libpcp reading on from an earlier time, as

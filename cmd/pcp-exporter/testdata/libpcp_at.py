@@ -6,6 +6,8 @@ usage: libpcp_at.py ARCHIVE_OR_DIR METRIC... < TIMES
 For each time on stdin (epoch seconds, one per line) prints
   at TIME METRIC VALUE        libpcp's interpolation (PM_MODE_INTERP) at TIME,
                               the times asked in turn in one context
+                              (pmSetMode positions anew each time; the
+                              context keeps its read cache)
   at TIME METRIC none REASON  when it gives no value (REASON: numval or error)
   fresh TIME METRIC ...       where it gave none, the answer of a new context
                               asked only at TIME (as pmval -S TIME -s 1)
