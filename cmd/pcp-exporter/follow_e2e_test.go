@@ -279,7 +279,8 @@ scrape_configs:
 	// context asked in turn, else that of a new context ("fresh": libpcp
 	// 6.0.3's answers can depend on the reads before), else ("latest")
 	// the latest value recorded at or before s. Between the records on
-	// either side of a <mark> (pmlogger lost pmcd, under load) it is the
+	// either side of a <mark> (pmcd restarted an agent, or itself: counters
+	// may have reset; other tests restart the shared pmcd) it is the
 	// latest value ("mark"): libpcp reading on from an earlier time, as
 	// pmval -t does and as the exporter does, has no value across a mark,
 	// while pmSetMode at that time alone positions from the index with
@@ -382,9 +383,9 @@ scrape_configs:
 	// the lag, while pmlogger wrote (after it stopped the lag grows): at
 	// most the delay plus one logging interval, except where the recording
 	// itself has no record in the interval before the read's time minus
-	// the delay (pmlogger recorded nothing: on a loaded host pmcd answers
-	// late). A lag over the delay means the served time was clipped to the
-	// latest record: it must be a record's time.
+	// the delay (pmlogger recorded nothing: pmcd restarting, or answering
+	// late on a loaded host). A lag over the delay means the served time
+	// was clipped to the latest record: it must be a record's time.
 	d, iv := delay.Seconds(), interval.Seconds()
 	stoppedAt := float64(stopped.UnixNano()) / 1e9
 	maxLag, maxBound := 0.0, 0.0
