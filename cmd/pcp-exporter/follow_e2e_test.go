@@ -30,12 +30,13 @@ import (
 // metrics; each value equals, bit for bit, libpcp's interpolation on the
 // recorded archives at the archive time that scrape served
 // (pcp_exporter_source_served_timestamp_seconds of the same scrape), or
-// where libpcp has none (the rotation's gap, after the stop) the latest
-// value recorded by then; the lag gauge stays within the delay plus one
-// logging interval, except at scrapes whose window had no record at all
-// (named, with the recording's gap); Prometheus sees no counter reset; and
-// once pmlogger stops for good source_up turns 0 with reason "stalled"
-// within the documented time. Long (about 2.5 minutes): run with
+// where libpcp has none (the rotation's gap, after the stop, across a
+// <mark>) the latest value recorded by then; the lag gauge stays within
+// the delay plus one logging interval, except at scrapes whose window had
+// no record at all (named, with the recording's gap); Prometheus sees no
+// counter reset; and once pmlogger stops for good source_up turns 0 with
+// reason "stalled" within the documented time (before that, only in a gap
+// of the recording, named). Long (about 2.5 minutes): run with
 // PCPX_LONG_TESTS=1 (CI sets CI=true).
 func TestFollowPmlogger(t *testing.T) {
 	if os.Getenv("PCPX_LONG_TESTS") == "" && os.Getenv("CI") != "true" {
