@@ -13,7 +13,9 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/derive"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
@@ -120,5 +122,28 @@ func TestSourceStatus(t *testing.T) {
 	}
 	if n := strings.Count(log.String(), "PCP source is up"); n != 1 {
 		t.Errorf("%d 'up' lines for one change of state:\n%s", n, log.String())
+	}
+}
+
+// TestServedTimestamp: a followed archive's scrape tells the archive time
+// it served (the scrape's time minus the delay, to the microsecond), with
+// the lag and the values libpcp interpolates at that time. (The golden
+// archive expositions show a replay's: the time its clock maps the scrape
+// to.)
+func TestServedTimestamp(t *testing.T) {
+	f := archive.NewFollow(filepath.Join(corpus, "archives", "marks", "parts", "part_a"), archive.FollowOptions{Delay: 5 * time.Second, Interp: semantics.InterpPrior})
+	defer f.Close()
+	c := New(mapper(t, mapping.NamingDefault), nil, Source{Name: "f", Src: f})
+	// 00:00:20.5 of the archive plus the delay, plus 567 ns
+	c.now = func() time.Time { return time.Unix(1704067225, 500000567) }
+	out := string(exposition(t, c))
+	for _, want := range []string{
+		`pcp_exporter_source_served_timestamp_seconds{source="f"} 1.7040672205e+09`,
+		`pcp_exporter_source_lag_seconds{source="f"} 5.000000567`,
+		"marks_bytes_total 10322", // libpcp: marks.counter at 20.5 s in marks.t1-S0.5.interp.csv
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("exposition lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -50,7 +50,7 @@ type Collector struct {
 	reads   uint64
 	scratch []byte
 
-	upDesc, lagDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
+	upDesc, lagDesc, servedDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 }
 
 type sourceState struct {
@@ -66,6 +66,9 @@ type sourceState struct {
 	res      source.Result
 	errors   float64
 	status   source.Status // after the last read; Reason "error" when it failed
+	// served is the time of the values the last read served (res.Time),
+	// zero when it served none
+	served   time.Time
 	logged   source.Status // the status last logged, to log once per change
 	duration float64
 	insts    map[semantics.InDom]map[int32]*source.Instance
@@ -84,6 +87,7 @@ func New(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *Collec
 	}
 	c.upDesc = prometheus.NewDesc("pcp_exporter_source_up", "1 when the PCP source is up and its last read succeeded; 0 with the reason (missing, stalled, ended, down, error) when not.", []string{"source", "reason"}, nil)
 	c.lagDesc = prometheus.NewDesc("pcp_exporter_source_lag_seconds", "How far the values served from a followed source are behind real time.", []string{"source"}, nil)
+	c.servedDesc = prometheus.NewDesc("pcp_exporter_source_served_timestamp_seconds", "The archive time (to the microsecond) whose values the last read of a replayed or followed source served.", []string{"source"}, nil)
 	c.durDesc = prometheus.NewDesc("pcp_exporter_source_fetch_duration_seconds", "Time the last read of the PCP source took.", []string{"source"}, nil)
 	c.errDesc = prometheus.NewDesc("pcp_exporter_source_errors_total", "Failed reads of the PCP source.", []string{"source"}, nil)
 	c.skipDesc = prometheus.NewDesc("pcp_exporter_metrics_skipped", "PCP metrics of the source not exported, by reason.", []string{"source", "reason"}, nil)
@@ -174,6 +178,13 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 		if s.status.Lag >= 0 {
 			ch <- prometheus.MustNewConstMetric(c.lagDesc, prometheus.GaugeValue, s.status.Lag.Seconds(), s.Name)
 		}
+		// the archive time served, for sources that serve one (a replay
+		// maps the scrape's time, a followed archive reports a lag): in the
+		// same scrape as the values, so a reader can tell what each scrape
+		// served without timestamps on the samples
+		if !s.served.IsZero() && (s.When != nil || s.status.Lag >= 0) {
+			ch <- prometheus.MustNewConstMetric(c.servedDesc, prometheus.GaugeValue, float64(s.served.UnixMicro())/1e6, s.Name)
+		}
 		ch <- prometheus.MustNewConstMetric(c.durDesc, prometheus.GaugeValue, s.duration, s.Name)
 		ch <- prometheus.MustNewConstMetric(c.errDesc, prometheus.CounterValue, s.errors, s.Name)
 		ch <- prometheus.MustNewConstMetric(c.famDesc, prometheus.GaugeValue, float64(len(s.families)), s.Name)
@@ -242,6 +253,7 @@ func signature(ms []source.Metric) uint64 {
 }
 
 func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, visit valueVisitor) error {
+	s.served = time.Time{}
 	t := now
 	if s.When != nil {
 		var ok bool
@@ -261,6 +273,7 @@ func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, vi
 			if err := s.Src.Fetch(t, s.pmids, &s.res); err != nil {
 				return fmt.Errorf("%s: %w", s.Name, err)
 			}
+			s.served = s.res.Time
 		}
 		s.insts, s.at = nil, t
 		for i := range s.families {

@@ -61,7 +61,7 @@ func TestTwoHostsAndSelection(t *testing.T) {
 			{"name[]=kernel_all_load&name[]=seed_total&name[]=pcp_exporter_source_up", "kernel_all_load pcp_exporter_source_up seed"},
 			{"names=kernel.all.cpu.user,mem.util.used&name[]=mem_util_used_bytes", "mem_util_used_bytes"},
 			{"names=kernel.all.cpu&names=disk.dev.read_bytes&name[]=target_info", "target_info"},
-			{"names=kernel.all.cpu.user&names=disk.dev.read_bytes", "disk_dev_read_bytes kernel_all_cpu_user_seconds pcp_exporter_metrics_exported pcp_exporter_source_errors pcp_exporter_source_fetch_duration_seconds pcp_exporter_source_up target_info"},
+			{"names=kernel.all.cpu.user&names=disk.dev.read_bytes", "disk_dev_read_bytes kernel_all_cpu_user_seconds pcp_exporter_metrics_exported pcp_exporter_source_errors pcp_exporter_source_fetch_duration_seconds pcp_exporter_source_served_timestamp_seconds pcp_exporter_source_up target_info"},
 		} {
 			_, fams := get(tc.query, accept)
 			got := strings.Join(fams, " ")

@@ -46,8 +46,9 @@ type FollowOptions struct {
 // Follow is a source.Source over an archive pmlogger is writing, or over a
 // pmlogger directory (the archive it writes now: see Newest). Fetch(now)
 // answers the values interpolated, with libpcp's rules, at now minus the
-// delay; where the archive has not reached that time, the values at its
-// end. A metric with no interpolated value at the served time (past its
+// delay (truncated to the microsecond); where the archive has not reached
+// that time, the values at its end. The Result's Time is the archive time
+// served. A metric with no interpolated value at the served time (past its
 // last observation: the end of the archive, pmlogger's closing record, a
 // slower logging group; before its first one in a new archive) is served
 // with its latest values recorded at or before that time. When pmlogger
@@ -267,6 +268,7 @@ func (f *Follow) readTail(now time.Time) {
 		}
 	}
 	if n > 0 {
+		f.cur.grown() // upper bounds once past the end may be among them
 		// when the volume was written, if that lies between the
 		// previous read and this one (it is this host's clock), else now
 		f.grown = now
@@ -336,7 +338,9 @@ func (f *Follow) Fetch(now time.Time, pmids []semantics.PMID, res *source.Result
 		res.Time = now
 		return nil
 	}
-	ts := now.Add(-f.delay())
+	// to the microsecond (PCP's resolution: pmSetMode's timeval, a v2
+	// archive's stamps), so that the time served can be told exactly
+	ts := now.Add(-f.delay()).Truncate(time.Microsecond)
 	if ts.After(f.end) {
 		ts = f.end // the latest values
 	}

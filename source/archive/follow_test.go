@@ -2,6 +2,7 @@ package archive
 
 import (
 	"encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -105,6 +106,11 @@ func TestFollowDirectory(t *testing.T) {
 		if st := f.Status(now); st.Reason != source.ReasonUp || st.Lag != delay {
 			t.Errorf("+%v: status %+v, want up with lag %v", s, st, delay)
 		}
+	}
+	// the time served is to the microsecond, the Result says which
+	var res source.Result
+	if err := f.Fetch(at(49.5).Add(delay+567), nil, &res); err != nil || !res.Time.Equal(at(49.5)) {
+		t.Errorf("served %v (%v), want %v: the time to the microsecond", res.Time, err, at(49.5))
 	}
 	// past the end of part_a: its last record (the counter and the
 	// instant: the string keeps "sample 4" at 50 s after a fetch at 49.5 s,
@@ -344,5 +350,50 @@ func TestFollowMetadataGrows(t *testing.T) {
 	}
 	if got := served(t, f, time.Unix(1704067250, 0).Add(time.Hour)); got["marks.counter"] != "25425" {
 		t.Errorf("values after reopening: %v", got)
+	}
+}
+
+// TestFollowGrownSlowerGroup: a metric of a slower logging group (the live
+// recording's proc.nprocs, every 7 s among records every second) has no
+// upper bound when a fetch is clipped to the last record; once the volume
+// has grown, a later fetch interpolates it again with the records added
+// (libpcp's "no values after" time, learnt at the old end, is forgotten).
+func TestFollowGrownSlowerGroup(t *testing.T) {
+	dir := t.TempDir()
+	copyArchive(t, filepath.Join(corpus, "archives", "live", "live"), dir)
+	vol := filepath.Join(dir, "live.0")
+	full, _ := os.ReadFile(vol)
+	a, err := Open(filepath.Join(dir, "live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := a.Label().Start
+	var cut int64
+	r := a.Records()
+	for r.Next() {
+		// the volume up to 08:57:40.416191 (13.020400 s): proc.nprocs last
+		// logged at 7.021209 s, next at 21.021033 s
+		if r.Record().Time.Sub(start) > 13100*time.Millisecond {
+			cut = r.Record().Off
+			break
+		}
+	}
+	r.Close()
+	a.Close()
+	os.WriteFile(vol, full[:cut], 0o644)
+	os.Remove(filepath.Join(dir, "live.index")) // its entries past the cut
+	const delay = 2 * time.Second
+	f := NewFollow(filepath.Join(dir, "live"), FollowOptions{Delay: delay, Interp: semantics.InterpNearest})
+	defer f.Close()
+	served(t, f, start.Add(15*time.Second).Add(delay)) // clipped to 13.020400 s
+	os.WriteFile(vol, full, 0o644)
+	// libpcp 7.2.1 (the nearest rule) at +18.5 s: 93, the value logged at
+	// 21.021033 s (the latest recorded, 91 at 14.028598 s, is farther)
+	want := libpcpAt(t, "live/expected/live.t1-S0.5.interp.nearest.csv")
+	at := start.Add(18500 * time.Millisecond)
+	got := served(t, f, at.Add(delay))
+	key := strconv.FormatInt(at.Unix(), 10) + "." + fmt.Sprintf("%09d", at.Nanosecond())
+	if w := want[key]["proc.nprocs"]; w != "93" || got["proc.nprocs"] != w {
+		t.Errorf("proc.nprocs at +18.5 s after growth: %q, libpcp %q (want 93)", got["proc.nprocs"], w)
 	}
 }

@@ -443,6 +443,24 @@ func (r *Replay) refreshEnd() error {
 	return nil
 }
 
+// grown forgets what fetches learnt at the end of the timeline: the time
+// after which an instance has no values (libpcp's t_last), set when a
+// search forward for its upper bound reached the last record. Records were
+// added since (a followed archive), so a search must look at them: libpcp,
+// made for finished archives, would keep answering no value up to the
+// next record read.
+func (r *Replay) grown() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, pm := range r.pms {
+		for _, c := range pm.icps {
+			if c.tLast >= 0 {
+				c.tLast, c.scNext = -1, false
+			}
+		}
+	}
+}
+
 // Fetch fills res with the values of pmids interpolated at t, following
 // libpcp's __pmLogFetchInterp step by step (forward direction): bounds are
 // kept per instance between fetches, the archive is rolled forward only
