@@ -88,6 +88,7 @@ func TestSoak(t *testing.T) {
 	}
 	otelcol := e2e.Require(t, "otelcol")[0]
 	pmlogger := e2e.Require(t, "pmlogger")[0]
+	e2e.LockPMCD(t, false) // records from the system pmcd
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "pcp-exporter")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/pcp-exporter").CombinedOutput(); err != nil {

@@ -43,6 +43,7 @@ func TestFollowPmlogger(t *testing.T) {
 		t.Skip("2.5 minutes of pmlogger and Prometheus: set PCPX_LONG_TESTS=1")
 	}
 	bins := e2e.Require(t, "pmlogger", "pminfo", "prometheus")
+	e2e.LockPMCD(t, false) // pmlogger records from the system pmcd
 	py := "/usr/bin/python3"
 	if out, err := exec.Command(py, "-c", "import cpmapi").CombinedOutput(); err != nil {
 		if e2e.Mandatory() {

@@ -235,6 +235,7 @@ func matches(key, sel string) bool {
 // says so); T is 3 s before the first scrape, the delay 2 s.
 func TestBackfillJoinsFollow(t *testing.T) {
 	bins := e2e.Require(t, "pmlogger", "pminfo", "prometheus")
+	e2e.LockPMCD(t, false) // pmlogger records from the system pmcd
 	if out, err := exec.Command(bins[1], "-f", "pmcd.version").CombinedOutput(); err != nil {
 		if e2e.Mandatory() {
 			t.Fatalf("pmcd is not answering: %v\n%s", err, out)

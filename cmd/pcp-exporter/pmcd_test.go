@@ -31,6 +31,7 @@ import (
 func localPMCD(t *testing.T, spec string) *pmcd.Source {
 	t.Helper()
 	e2e.Require(t, "pminfo")
+	e2e.LockPMCD(t, false) // compared with the system pmcd
 	s, err := pmcd.Open(spec, pmcd.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		if e2e.Mandatory() {
@@ -486,6 +487,7 @@ func TestServePMCDRestart(t *testing.T) {
 	if os.Getenv("PCPX_LONG_TESTS") == "" && os.Getenv("CI") != "true" {
 		t.Skip("restarts the system pmcd: set PCPX_LONG_TESTS=1 (CI does)")
 	}
+	e2e.LockPMCD(t, true) // no other package's test uses pmcd meanwhile
 	localPMCD(t, "local:")
 	if os.Geteuid() != 0 {
 		t.Skip("restarting pmcd needs root")

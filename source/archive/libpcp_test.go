@@ -48,6 +48,7 @@ func TestReplayMatchesLibpcp(t *testing.T) {
 		t.Skip("records an archive with pmlogger")
 	}
 	paths := e2e.Require(t, "pmlogger", "pminfo")
+	e2e.LockPMCD(t, false) // records from the system pmcd
 	py := "/usr/bin/python3"
 	if out, err := exec.Command(py, "-c", "import cpmapi").CombinedOutput(); err != nil {
 		if e2e.Mandatory() {
@@ -182,6 +183,7 @@ func TestMetadataMatchesPminfoLive(t *testing.T) {
 		t.Skip("records an archive with pmlogger")
 	}
 	paths := e2e.Require(t, "pmlogger", "pminfo")
+	e2e.LockPMCD(t, false) // records from the system pmcd
 	arch := liveArchive(t, paths[0], paths[1])
 	out := filepath.Join(t.TempDir(), "pminfo.txt")
 	cmd := exec.Command(paths[1], "-a", arch, "-dmTtl")

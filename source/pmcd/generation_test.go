@@ -69,6 +69,7 @@ func pmcdProcess(t *testing.T) (int, time.Time) {
 // pmie's counters served by pmcd (pmcd.pmie.*, PMID 2.5.4) and of an xfs one.
 func generations(t *testing.T, spec string) (pmcdGen, linux, pmie, xfs time.Time, s *Source) {
 	t.Helper()
+	e2e.LockPMCD(t, false)
 	s, err := Open(spec, Options{Selection: Selection{Include: []string{"pmcd.pdu_in.total", "kernel.all.cpu.user"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +134,7 @@ func bootTime(t *testing.T) time.Time {
 // reconnected by itself; the linux agent's stay the boot.
 func TestGenerationAfterPMCDRestart(t *testing.T) {
 	longtest.Skip(t, "restarts the system pmcd")
+	e2e.LockPMCD(t, true) // no other package's test uses pmcd meanwhile
 	e2e.Require(t, "pminfo", "ps")
 	if os.Geteuid() != 0 {
 		t.Skip("restarting pmcd needs root")
@@ -188,6 +190,7 @@ func TestGenerationAfterPMCDRestart(t *testing.T) {
 // reads).
 func TestLabelsOnlyReadMatchesFull(t *testing.T) {
 	e2e.Require(t, "pminfo")
+	e2e.LockPMCD(t, false)
 	s, err := Open("local:", Options{Selection: Selection{Exclude: []string{"mmv", "proc", "hotproc", "cgroup", "acct"}}})
 	if err != nil {
 		t.Fatal(err)
