@@ -19,6 +19,7 @@ type feed struct {
 	mark     Record
 	out      *recBuf   // where the readers decode (nil: their own buffer)
 	pf       *prefetch // reading ahead in a goroutine (see prefetch)
+	tails    *tails    // in sparse reading, the goroutine instead (see tails)
 	// sparse: no prefetching; plain volumes are read record by record, so
 	// that runs of records can be passed over (see Replay.front)
 	sparse bool
@@ -151,6 +152,7 @@ func (f *feed) goDense() bool {
 	if f.r != nil {
 		f.r.setSparse(false)
 	}
+	f.stopTails()
 	f.pf = startPrefetch(f)
 	return true
 }
@@ -162,7 +164,11 @@ func (f *feed) skipRun(secs func(time.Time) float64, tReq, after float64, minRun
 	if !f.sparse || f.pf != nil || f.r == nil {
 		return 0, 0, runNone, nil
 	}
+	if f.tails == nil {
+		f.tails = startTails()
+	}
 	f.r.out = f.out // where read decodes the record Next returns
+	f.r.tails = f.tails
 	return f.r.skipRun(secs, tReq, after, minRun, ok)
 }
 
@@ -203,7 +209,19 @@ func (f *feed) read() (*Record, int, bool, error) {
 	}
 }
 
+// stopTails ends the goroutine reading the runs' ends ahead, if any.
+func (f *feed) stopTails() {
+	if f.tails != nil {
+		f.tails.stop()
+		f.tails = nil
+		if f.r != nil {
+			f.r.tails = nil
+		}
+	}
+}
+
 func (f *feed) close() {
+	f.stopTails()
 	if f.pf != nil {
 		f.pf.stop()
 		f.pf = nil

@@ -1,5 +1,10 @@
 package archive
 
+import (
+	"os"
+	"sync/atomic"
+)
+
 // prefetch runs a feed in a goroutine of its own: records are read and
 // decoded (their byte payloads copied out of the read buffer) into a ring
 // of slots while the replay works on earlier ones, so reading the volumes
@@ -143,4 +148,180 @@ func (p *prefetch) peek() *Record {
 func (p *prefetch) stop() {
 	close(p.quit)
 	<-p.done
+}
+
+// tails reads ahead, in sparse reading, the bytes each coming run will end
+// with (see Reader.skipRun): the run's last record and the one after it,
+// which skipRun reads on its own path otherwise. It takes the prefetching
+// goroutine's place (a feed runs one or the other, never both): sparse
+// reading passes over most records, but copying the two it reads out of
+// the page cache is most of its reading. Where they are is predicted from
+// the last two runs (a regular step over records of regular sizes ends the
+// runs at a regular stride of bytes); a read is used only where its run
+// ends at the predicted offset of the same file, and a wrong prediction
+// drops the reads in flight and predicts again from the run found.
+type tails struct {
+	reqs chan tailReq
+	got  chan tailRead
+	free chan []byte // buffers handed back
+	quit chan struct{}
+	done chan struct{}
+	gen  atomic.Int64 // requests of an older generation are not read
+	// the main path's side
+	cur      int64     // generation of the requests in q
+	q        []tailReq // requests of generation cur in flight, in order
+	inflight int       // requests sent and not received, of any generation
+	lastF    *os.File  // the file and offset of the last run's end
+	lastJ    int64
+	retired  []byte // the buffer replaced last, handed back at the next swap
+}
+
+// tailsUsed and tailsMissed count the runs whose ends tails had read ahead
+// and those it had predicted elsewhere (tests).
+var tailsUsed, tailsMissed atomic.Int64
+
+type tailReq struct {
+	f   *os.File
+	off int64
+	n   int
+	gen int64
+}
+
+type tailRead struct {
+	b   []byte // the bytes read from the request's offset
+	gen int64
+}
+
+// tailRuns is the number of runs whose ends tails reads ahead: enough
+// that the goroutine keeps working while fetches go on (one that had
+// nothing to do takes a while to run again once given work); tailMax the
+// largest read for one.
+const (
+	tailRuns = 4
+	tailMax  = 2 << 20
+)
+
+func startTails() *tails {
+	t := &tails{
+		reqs: make(chan tailReq, 2*tailRuns),
+		got:  make(chan tailRead, 2*tailRuns),
+		free: make(chan []byte, 2*tailRuns+2),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go t.run()
+	return t
+}
+
+func (t *tails) run() {
+	defer close(t.done)
+	for {
+		var q tailReq
+		select {
+		case q = <-t.reqs:
+		case <-t.quit:
+			return
+		}
+		rd := tailRead{gen: q.gen}
+		if q.gen == t.gen.Load() {
+			var b []byte
+			select {
+			case b = <-t.free:
+			default:
+			}
+			if cap(b) < q.n {
+				b = make([]byte, q.n)
+			}
+			k, _ := q.f.ReadAt(b[:q.n], q.off)
+			rd.b = b[:k]
+		}
+		t.got <- rd // never blocks: at most cap(reqs) in flight
+	}
+}
+
+// take returns the bytes read ahead from off of f for a run ending there
+// with a record of jLen bytes, nil if none (then the main path reads them);
+// want is what the main path reads from off (j and the record after it),
+// for the reads of the runs to come.
+func (t *tails) take(f *os.File, off int64, jLen, want int) []byte {
+	var b []byte
+	if len(t.q) > 0 && t.q[0].f == f && t.q[0].off == off {
+		t.q = t.q[1:]
+		for {
+			rd := <-t.got
+			t.inflight--
+			if rd.gen == t.cur {
+				b = rd.b
+				break
+			}
+			t.recycle(rd.b) // stale
+		}
+		if len(b) < jLen {
+			t.recycle(b)
+			b = nil
+		}
+	} else {
+		if len(t.q) > 0 { // a wrong prediction: the reads in flight are stale
+			tailsMissed.Add(1)
+			t.cur++
+			t.gen.Store(t.cur)
+			t.q = t.q[:0]
+		}
+		for t.inflight > 0 { // stale, all of them
+			select {
+			case rd := <-t.got:
+				t.inflight--
+				t.recycle(rd.b)
+				continue
+			default:
+			}
+			break
+		}
+	}
+	stride := off - t.lastJ
+	if t.lastF != f || stride <= 0 || want > tailMax {
+		stride = 0
+	}
+	t.lastF, t.lastJ = f, off
+	if stride > 0 {
+		next := off + stride
+		if len(t.q) > 0 {
+			next = t.q[len(t.q)-1].off + stride
+		}
+		for len(t.q) < tailRuns && t.inflight < cap(t.reqs) {
+			q := tailReq{f: f, off: next, n: want, gen: t.cur}
+			t.reqs <- q
+			t.q = append(t.q, q)
+			t.inflight++
+			next += stride
+		}
+	}
+	if b != nil {
+		tailsUsed.Add(1)
+	}
+	return b
+}
+
+// swapped hands back buf, the volume buffer b replaced: after the next
+// swap, so that a record still pointing into it is not overwritten under
+// it.
+func (t *tails) swapped(buf []byte) {
+	t.recycle(t.retired)
+	t.retired = buf
+}
+
+func (t *tails) recycle(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	select {
+	case t.free <- b[:0]:
+	default:
+	}
+}
+
+// stop ends the goroutine and waits for it.
+func (t *tails) stop() {
+	close(t.quit)
+	<-t.done
 }

@@ -213,6 +213,7 @@ type Reader struct {
 	noSkipVol int
 	noSkipEnd int64
 	hbuf      []byte // skipRun's heads
+	tails     *tails // reading the runs' ends ahead (nil: none)
 }
 
 type typeCache struct {
@@ -436,6 +437,18 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 	if err := v.skip(j - v.off); err != nil {
 		r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
 		return 0, 0, runNone, r.err
+	}
+	if r.tails != nil {
+		if b := r.tails.take(v.s.f, j, jLen, want); b != nil {
+			// read ahead (see tails): the file goes on after them
+			k := min(len(b), want)
+			if _, err := v.s.f.Seek(j+int64(k), io.SeekStart); err != nil {
+				r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
+				return 0, 0, runNone, r.err
+			}
+			r.tails.swapped(v.buf)
+			v.buf, v.w = b[:cap(b)], k
+		}
 	}
 	v.nextOff, v.nextLen = j, want
 	got, err := r.read()
