@@ -150,16 +150,21 @@ func (p *prefetch) stop() {
 	<-p.done
 }
 
-// tails reads ahead, in sparse reading, the bytes each coming run will end
-// with (see Reader.skipRun): the run's last record and the one after it,
-// which skipRun reads on its own path otherwise. It takes the prefetching
-// goroutine's place (a feed runs one or the other, never both): sparse
-// reading passes over most records, but copying the two it reads out of
-// the page cache is most of its reading. Where they are is predicted from
-// the last two runs (a regular step over records of regular sizes ends the
-// runs at a regular stride of bytes); a read is used only where its run
-// ends at the predicted offset of the same file, and a wrong prediction
-// drops the reads in flight and predicts again from the run found.
+// tails reads ahead, in sparse reading, what each coming run will need
+// (see Reader.skipRun): the heads of its records and the bytes of its last
+// record and the one after it, which skipRun reads on its own path
+// otherwise. It takes the prefetching goroutine's place (a feed runs one or
+// the other, never both): sparse reading passes over most records, but
+// copying the two it reads out of the page cache, and reading the heads,
+// is most of its reading. Where a run starts and ends is predicted from
+// the last two runs (a regular step over records of regular sizes gives
+// runs at a regular stride of bytes); what was read is used only for a run
+// starting at the predicted offset of the same file (and the bytes only
+// where it ends at the predicted offset, its last record whole in them),
+// and a wrong prediction drops the reads in flight and predicts again from
+// the run found. A head read ahead is used only when whole (a trailer
+// equal to its length): the volumes only grow, so it is what the main path
+// would read.
 type tails struct {
 	reqs chan tailReq
 	got  chan tailRead
@@ -168,37 +173,48 @@ type tails struct {
 	done chan struct{}
 	gen  atomic.Int64 // requests of an older generation are not read
 	// the main path's side
-	cur      int64     // generation of the requests in q
-	q        []tailReq // requests of generation cur in flight, in order
-	inflight int       // requests sent and not received, of any generation
-	lastF    *os.File  // the file and offset of the last run's end
-	lastJ    int64
-	retired  []byte // the buffer replaced last, handed back at the next swap
+	cur       int64     // generation of the requests in q
+	q         []tailReq // requests of generation cur in flight, in order
+	inflight  int       // requests sent and not received, of any generation
+	held      tailRead  // what was read for the run at hand (see heads)
+	lastF     *os.File  // the file and start of the last run
+	lastFirst int64
+	retired   []byte // the buffer replaced last, handed back at the next swap
 }
 
 // tailsUsed and tailsMissed count the runs whose ends tails had read ahead
 // and those it had predicted elsewhere (tests).
 var tailsUsed, tailsMissed atomic.Int64
 
+// tailReq asks for the heads of the records from first on, up to the
+// first one after off, and n bytes from off.
 type tailReq struct {
-	f   *os.File
-	off int64
-	n   int
-	gen int64
+	f          *os.File
+	first, off int64
+	n, hl      int
+	gen        int64
 }
 
 type tailRead struct {
-	b   []byte // the bytes read from the request's offset
-	gen int64
+	req   tailReq
+	b     []byte // the bytes read from off
+	heads []placedHead
 }
 
-// tailRuns is the number of runs whose ends tails reads ahead: enough
-// that the goroutine keeps working while fetches go on (one that had
-// nothing to do takes a while to run again once given work); tailMax the
-// largest read for one.
+// placedHead is a record's head and its offset.
+type placedHead struct {
+	off int64
+	h   recHead
+}
+
+// tailRuns is the number of runs tails reads ahead: enough that the
+// goroutine keeps working while fetches go on (one that had nothing to do
+// takes a while to run again once given work); tailMax the largest read
+// for one, tailHeads the most heads.
 const (
-	tailRuns = 4
-	tailMax  = 2 << 20
+	tailRuns  = 4
+	tailMax   = 2 << 20
+	tailHeads = 1024
 )
 
 func startTails() *tails {
@@ -215,6 +231,7 @@ func startTails() *tails {
 
 func (t *tails) run() {
 	defer close(t.done)
+	var hb []byte
 	for {
 		var q tailReq
 		select {
@@ -222,8 +239,20 @@ func (t *tails) run() {
 		case <-t.quit:
 			return
 		}
-		rd := tailRead{gen: q.gen}
+		rd := tailRead{req: q}
 		if q.gen == t.gen.Load() {
+			if len(hb) < q.hl+4 {
+				hb = make([]byte, q.hl+4)
+			}
+			hs := heads{f: q.f, hl: q.hl, b: hb[:q.hl+4]}
+			for pos := q.first; len(rd.heads) < tailHeads; {
+				e := hs.at(pos)
+				rd.heads = append(rd.heads, placedHead{pos, e})
+				if e.end || !e.trailer || pos > q.off {
+					break
+				}
+				pos += int64(e.len)
+			}
 			var b []byte
 			select {
 			case b = <-t.free:
@@ -239,65 +268,72 @@ func (t *tails) run() {
 	}
 }
 
-// take returns the bytes read ahead from off of f for a run ending there
-// with a record of jLen bytes, nil if none (then the main path reads them);
-// want is what the main path reads from off (j and the record after it),
-// for the reads of the runs to come.
-func (t *tails) take(f *os.File, off int64, jLen, want int) []byte {
-	var b []byte
-	if len(t.q) > 0 && t.q[0].f == f && t.q[0].off == off {
+// heads returns the heads read ahead for a run starting at first in f
+// (nil if none), and keeps what was read for it for take.
+func (t *tails) heads(f *os.File, first int64) []placedHead {
+	t.held = tailRead{}
+	if len(t.q) > 0 && t.q[0].f == f && t.q[0].first == first {
 		t.q = t.q[1:]
 		for {
 			rd := <-t.got
 			t.inflight--
-			if rd.gen == t.cur {
-				b = rd.b
-				break
+			if rd.req.gen == t.cur {
+				t.held = rd
+				return rd.heads
 			}
 			t.recycle(rd.b) // stale
 		}
-		if len(b) < jLen {
-			t.recycle(b)
-			b = nil
-		}
-	} else {
-		if len(t.q) > 0 { // a wrong prediction: the reads in flight are stale
-			tailsMissed.Add(1)
-			t.cur++
-			t.gen.Store(t.cur)
-			t.q = t.q[:0]
-		}
-		for t.inflight > 0 { // stale, all of them
-			select {
-			case rd := <-t.got:
-				t.inflight--
-				t.recycle(rd.b)
-				continue
-			default:
-			}
-			break
-		}
 	}
-	stride := off - t.lastJ
+	if len(t.q) > 0 { // a wrong prediction: the reads in flight are stale
+		tailsMissed.Add(1)
+		t.cur++
+		t.gen.Store(t.cur)
+		t.q = t.q[:0]
+	}
+	for t.inflight > 0 { // stale, all of them
+		select {
+		case rd := <-t.got:
+			t.inflight--
+			t.recycle(rd.b)
+			continue
+		default:
+		}
+		break
+	}
+	return nil
+}
+
+// take returns the bytes read ahead from j for the run found from first
+// (see heads), ending with a record of jLen bytes at j, nil if none (then
+// the caller reads them); hl is the size of a record's header, and want
+// what the caller reads from j (j and the record after it), for the reads
+// of the runs to come.
+func (t *tails) take(f *os.File, hl int, first, j int64, jLen, want int) []byte {
+	var b []byte
+	if h := t.held; h.req.f == f && h.req.first == first && h.req.off == j && len(h.b) >= jLen {
+		b = h.b
+		tailsUsed.Add(1)
+	} else {
+		t.recycle(h.b)
+	}
+	t.held = tailRead{}
+	stride := first - t.lastFirst
 	if t.lastF != f || stride <= 0 || want > tailMax {
 		stride = 0
 	}
-	t.lastF, t.lastJ = f, off
+	t.lastF, t.lastFirst = f, first
 	if stride > 0 {
-		next := off + stride
+		next := first + stride
 		if len(t.q) > 0 {
-			next = t.q[len(t.q)-1].off + stride
+			next = t.q[len(t.q)-1].first + stride
 		}
 		for len(t.q) < tailRuns && t.inflight < cap(t.reqs) {
-			q := tailReq{f: f, off: next, n: want, gen: t.cur}
+			q := tailReq{f: f, first: next, off: next + (j - first), n: want, hl: hl, gen: t.cur}
 			t.reqs <- q
 			t.q = append(t.q, q)
 			t.inflight++
 			next += stride
 		}
-	}
-	if b != nil {
-		tailsUsed.Add(1)
 	}
 	return b
 }

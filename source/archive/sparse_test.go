@@ -538,7 +538,8 @@ func TestTailsReadAhead(t *testing.T) {
 		{other, 19700, true},  // j only
 		{other, 19800, false}, // 200 bytes of j's 300 (the file ends)
 	} {
-		b := tl.take(c.f, c.off, jLen, want)
+		tl.heads(c.f, c.off-100) // runs from 100 bytes before their ends
+		b := tl.take(c.f, 20, c.off-100, c.off, jLen, want)
 		if (b != nil) != c.want {
 			t.Fatalf("take at %d: got %d bytes, want bytes: %v", c.off, len(b), c.want)
 		}
