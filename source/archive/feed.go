@@ -20,6 +20,8 @@ type feed struct {
 	out      *recBuf   // where the readers decode (nil: their own buffer)
 	pf       *prefetch // reading ahead in a goroutine (see prefetch)
 	tails    *tails    // in sparse reading, the goroutine instead (see tails)
+	// runs to read before starting tails again (it was lagging)
+	tailsWait int
 	// sparse: no prefetching; plain volumes are read record by record, so
 	// that runs of records can be passed over (see Replay.front)
 	sparse bool
@@ -165,11 +167,20 @@ func (f *feed) skipRun(secs func(time.Time) float64, tReq, after float64, minRun
 		return 0, 0, runNone, nil
 	}
 	if f.tails == nil {
-		f.tails = startTails()
+		if f.tailsWait > 0 {
+			f.tailsWait--
+		} else {
+			f.tails = startTails()
+		}
 	}
 	f.r.out = f.out // where read decodes the record Next returns
 	f.r.tails = f.tails
-	return f.r.skipRun(secs, tReq, after, minRun, ok)
+	n, tFirst, res, err := f.r.skipRun(secs, tReq, after, minRun, ok)
+	if f.tails != nil && f.tails.lagging() {
+		f.stopTails()
+		f.tailsWait = tailsPause
+	}
+	return n, tFirst, res, err
 }
 
 // peek returns the record the following next will return, nil if it is

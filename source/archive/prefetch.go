@@ -173,6 +173,11 @@ type tails struct {
 	quit chan struct{}
 	done chan struct{}
 	gen  atomic.Int64 // requests of an older generation are not read
+	// the start of the run the main path is at: requests for runs up to
+	// it are not read
+	at atomic.Int64
+	// 1 + the start of the run being read, 0 when none
+	busy atomic.Int64
 	// the main path's side
 	cur       int64     // generation of the requests in q
 	q         []tailReq // requests of generation cur in flight, in order
@@ -181,11 +186,19 @@ type tails struct {
 	lastF     *os.File  // the file and start of the last run
 	lastFirst int64
 	retired   []byte // the buffer replaced last, handed back at the next swap
+	// lag counts the runs the goroutine was behind on, less those it
+	// served (see lagging)
+	lag int
 }
 
-// tailsUsed and tailsMissed count the runs whose ends tails had read ahead
-// and those it had predicted elsewhere (tests).
-var tailsUsed, tailsMissed atomic.Int64
+// tailsUsed, tailsMissed and tailsBehind count the runs whose ends tails
+// had read ahead, those it had predicted elsewhere and those it had not
+// read yet (tests).
+var tailsUsed, tailsMissed, tailsBehind atomic.Int64
+
+// tailsWaitAll makes the main path wait for every read asked for, as if
+// the goroutine were never behind (tests).
+var tailsWaitAll bool
 
 // tailReq asks for the heads of the records from first on, up to the
 // first one after off, and n bytes from off.
@@ -241,7 +254,8 @@ func (t *tails) run() {
 			return
 		}
 		rd := tailRead{req: q}
-		if q.gen == t.gen.Load() {
+		t.busy.Store(q.first + 1)
+		if q.gen == t.gen.Load() && q.first > t.at.Load() {
 			if len(hb) < q.hl+4 {
 				hb = make([]byte, q.hl+4)
 			}
@@ -266,23 +280,38 @@ func (t *tails) run() {
 			rd.b = b[:k]
 		}
 		t.got <- rd // never blocks: at most cap(reqs) in flight
+		t.busy.Store(0)
 	}
 }
 
 // heads returns the heads read ahead for a run starting at first in f
-// (nil if none), and keeps what was read for it for take.
+// (nil if none), and keeps what was read for it for take. It waits for
+// them only while they are being read: when the goroutine is behind (the
+// other processor busy), the caller reads them, and the goroutine passes
+// over the request; a goroutine lagging so stops (see lagging).
 func (t *tails) heads(f *os.File, first int64) []placedHead {
 	t.held = tailRead{}
+	t.at.Store(first)
 	if len(t.q) > 0 && t.q[0].f == f && t.q[0].first == first {
 		t.q = t.q[1:]
 		for {
-			rd := <-t.got
+			var rd tailRead
+			select {
+			case rd = <-t.got:
+			default:
+				if t.busy.Load() != first+1 && !tailsWaitAll {
+					tailsBehind.Add(1)
+					t.lag++
+					return nil // left in flight, stale when it comes
+				}
+				rd = <-t.got
+			}
 			t.inflight--
-			if rd.req.gen == t.cur {
+			if rd.req.gen == t.cur && rd.req.first == first {
 				t.held = rd
 				return rd.heads
 			}
-			t.recycle(rd.b) // stale
+			t.recycle(rd.b) // stale, or for a run before
 		}
 	}
 	if len(t.q) > 0 { // a wrong prediction: the reads in flight are stale
@@ -314,6 +343,7 @@ func (t *tails) take(f *os.File, hl int, first, j int64, jLen, want int) []byte 
 	if h := t.held; h.req.f == f && h.req.first == first && h.req.off == j && len(h.b) >= jLen {
 		b = h.b
 		tailsUsed.Add(1)
+		t.lag = max(t.lag-1, 0)
 	} else {
 		t.recycle(h.b)
 	}
@@ -338,6 +368,18 @@ func (t *tails) take(f *os.File, hl int, first, j int64, jLen, want int) []byte 
 	}
 	return b
 }
+
+// lagging reports whether the goroutine fell behind the main path on
+// more runs than it served lately (tailsLag): the processors are busy, and
+// reading on the main path alone costs less.
+func (t *tails) lagging() bool { return t.lag >= tailsLag }
+
+// tailsLag is the lag (see lagging) that stops tails, and tailsPause the
+// number of runs read on the main path before trying again.
+const (
+	tailsLag   = 8
+	tailsPause = 256
+)
 
 // swapped hands back buf, the volume buffer b replaced: after the next
 // swap, so that a record still pointing into it is not overwritten under
