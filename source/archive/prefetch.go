@@ -166,6 +166,11 @@ func (p *prefetch) stop() {
 // the run found. A head read ahead is used only when whole (a trailer
 // equal to its length): the volumes only grow, so it is what the main path
 // would read.
+//
+// It earns its place while the other processor is free: BenchmarkReplayCLI
+// (W2, 59 metrics at 1 s) took 9.5-10.5 ms with it against 12.0-13.8 ms
+// without, and the command 17.3-18.6 ms against 22.4-22.8 ms (alternating
+// runs); with that processor kept busy, 24-25 ms against 23-24.5 ms.
 type tails struct {
 	reqs chan tailReq
 	got  chan tailRead
