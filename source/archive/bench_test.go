@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,26 @@ func BenchmarkReplay(b *testing.B) {
 			b.ReportMetric(float64(vals)*float64(b.N)/b.Elapsed().Seconds(), "values/s")
 		})
 	}
+}
+
+// BenchmarkReplayCLI is BenchmarkReplay/m4 as `replay --interp prior` of
+// the 59 metrics runs it (bench/replay/run.sh): the archive opened for each
+// replay and the collector tuned as the command tunes it (GOGC=400 within
+// 48 MiB).
+func BenchmarkReplayCLI(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(48 << 20))
+	b.ReportAllocs()
+	var vals int
+	for b.Loop() {
+		a, err := Open(benchArchive())
+		if err != nil {
+			b.Fatal(err)
+		}
+		m4, _ := m4Metrics(b, a)
+		vals = replayAll(b, a, m4)
+	}
+	b.ReportMetric(float64(vals)*float64(b.N)/b.Elapsed().Seconds(), "values/s")
 }
 
 func replayAll(b *testing.B, a *Archive, pmids []semantics.PMID) int {

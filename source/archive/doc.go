@@ -14,10 +14,11 @@
 // Replay answers values at arbitrary times with libpcp's interpolation. It
 // decodes every record it reads, ahead in one goroutine (see prefetch),
 // except when its fetches are several records apart: plain volumes are
-// then read sparsely, without a goroutine, and a run of records whose last
-// one holds every instance in the result is passed over with only its
-// framing checked (lengths, trailers, time order, no <mark>); see Replay
-// and Reader.skipRun.
+// then read sparsely, and a run of records whose last one holds every
+// instance in the result is passed over with only its framing checked
+// (lengths, trailers, time order, no <mark>); see Replay and
+// Reader.skipRun. The goroutine then reads ahead what the coming runs will
+// need, where their stride predicts them (see tails).
 //
 // Corrupt input gives a *FormatError naming the file and the byte offset;
 // a truncated last record (a writer still at work) ends iteration cleanly.

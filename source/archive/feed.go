@@ -19,6 +19,9 @@ type feed struct {
 	mark     Record
 	out      *recBuf   // where the readers decode (nil: their own buffer)
 	pf       *prefetch // reading ahead in a goroutine (see prefetch)
+	tails    *tails    // in sparse reading, the goroutine instead (see tails)
+	// runs to read before starting tails again (it was lagging)
+	tailsWait int
 	// sparse: no prefetching; plain volumes are read record by record, so
 	// that runs of records can be passed over (see Replay.front)
 	sparse bool
@@ -151,6 +154,7 @@ func (f *feed) goDense() bool {
 	if f.r != nil {
 		f.r.setSparse(false)
 	}
+	f.stopTails()
 	f.pf = startPrefetch(f)
 	return true
 }
@@ -162,8 +166,21 @@ func (f *feed) skipRun(secs func(time.Time) float64, tReq, after float64, minRun
 	if !f.sparse || f.pf != nil || f.r == nil {
 		return 0, 0, runNone, nil
 	}
+	if f.tails == nil {
+		if f.tailsWait > 0 {
+			f.tailsWait--
+		} else {
+			f.tails = startTails()
+		}
+	}
 	f.r.out = f.out // where read decodes the record Next returns
-	return f.r.skipRun(secs, tReq, after, minRun, ok)
+	f.r.tails = f.tails
+	n, tFirst, res, err := f.r.skipRun(secs, tReq, after, minRun, ok)
+	if f.tails != nil && f.tails.lagging() {
+		f.stopTails()
+		f.tailsWait = tailsPause
+	}
+	return n, tFirst, res, err
 }
 
 // peek returns the record the following next will return, nil if it is
@@ -203,7 +220,19 @@ func (f *feed) read() (*Record, int, bool, error) {
 	}
 }
 
+// stopTails ends the goroutine reading the runs' ends ahead, if any.
+func (f *feed) stopTails() {
+	if f.tails != nil {
+		f.tails.stop()
+		f.tails = nil
+		if f.r != nil {
+			f.r.tails = nil
+		}
+	}
+}
+
 func (f *feed) close() {
+	f.stopTails()
 	if f.pf != nil {
 		f.pf.stop()
 		f.pf = nil

@@ -213,6 +213,7 @@ type Reader struct {
 	noSkipVol int
 	noSkipEnd int64
 	hbuf      []byte // skipRun's heads
+	tails     *tails // reading the runs' ends ahead (nil: none)
 }
 
 type typeCache struct {
@@ -380,6 +381,9 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 	hl := r.hdrSize // length, timestamp and numpmid
 	first := v.off
 	hs := heads{f: v.s.f, hl: hl, b: r.headBuf(hl)}
+	if r.tails != nil {
+		hs.pre = r.tails.heads(v.s.f, first)
+	}
 	pos, last := first, after
 	// nextLen: the length in the header of the record at pos (0: not
 	// read whole), for reading it at once
@@ -437,6 +441,18 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 		r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
 		return 0, 0, runNone, r.err
 	}
+	if r.tails != nil {
+		if b := r.tails.take(v.s.f, hl, first, j, jLen, want); b != nil {
+			// read ahead (see tails): the file goes on after them
+			k := min(len(b), want)
+			if _, err := v.s.f.Seek(j+int64(k), io.SeekStart); err != nil {
+				r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
+				return 0, 0, runNone, r.err
+			}
+			r.tails.swapped(v.buf)
+			v.buf, v.w = b[:cap(b)], k
+		}
+	}
 	v.nextOff, v.nextLen = j, want
 	got, err := r.read()
 	if err != nil {
@@ -484,10 +500,18 @@ type heads struct {
 	b    []byte // hl+4 bytes: a trailer, then a header
 	next int64  // b[4:] holds the header at next (when have)
 	have bool
+	pre  []placedHead // heads read ahead, in file order (see tails)
 }
 
 // at returns the head of the record at off.
 func (h *heads) at(off int64) recHead {
+	for len(h.pre) > 0 && h.pre[0].off < off {
+		h.pre = h.pre[1:]
+	}
+	if len(h.pre) > 0 && h.pre[0].off == off && h.pre[0].h.trailer {
+		h.have = false
+		return h.pre[0].h
+	}
 	hl := h.hl
 	if !h.have || h.next != off {
 		if k, _ := h.f.ReadAt(h.b[4:], off); k < hl {

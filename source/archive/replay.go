@@ -45,7 +45,8 @@ var ErrBackwards = errors.New("replay: time went backwards")
 // apart (sparseRun), plain volumes are read sparsely: a run of records before the fetch time whose last record
 // holds every instance in the result is passed over unread but for that
 // record, its records' framing checked (length, trailer, time order, no
-// <mark>) and their value sets not decoded (see Reader.skipRun).
+// <mark>) and their value sets not decoded (see Reader.skipRun); the
+// goroutine is then the one of tails instead.
 type Replay struct {
 	// secs and supplies as values, made once (see front)
 	secsFn     func(time.Time) float64

@@ -100,7 +100,11 @@ func TestReplaySparse(t *testing.T) {
 	names, sets, clean := sparseTimelines(t)
 	g0 := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(7))
-	refused0 := runsRefused.Load()
+	refused0, used0, missed0 := runsRefused.Load(), tailsUsed.Load(), tailsMissed.Load()
+	// what tails reads ahead is used whenever predicted right, however
+	// busy the processors are
+	defer func(w bool) { tailsWaitAll = w }(tailsWaitAll)
+	tailsWaitAll = true
 	var passed, switches, cases, sparseTimelines int
 	for ti, as := range sets {
 		var recTimes []time.Time
@@ -213,6 +217,13 @@ func TestReplaySparse(t *testing.T) {
 	}
 	if switches == 0 {
 		t.Error("the reading never switched between dense and sparse")
+	}
+	// the runs' ends read ahead (see tails) were used, and predicted
+	// wrongly too, with the answers unchanged
+	used, missed := tailsUsed.Load()-used0, tailsMissed.Load()-missed0
+	t.Logf("runs' ends read ahead: %d used, %d predicted wrongly", used, missed)
+	if used == 0 || missed == 0 {
+		t.Errorf("runs' ends read ahead: %d used, %d predicted wrongly: the test covers both", used, missed)
 	}
 	// every replay closed: no prefetching goroutine left
 	deadline := time.Now().Add(2 * time.Second)
@@ -480,4 +491,73 @@ func TestHeadsMatchRecords(t *testing.T) {
 		t.Errorf("only %d heads compared", compared)
 	}
 	t.Logf("%d heads compared", compared)
+}
+
+// TestTailsReadAhead: the runs' ends read ahead (see tails) are handed over
+// only for a run ending at the offset predicted, of the same file, and
+// holding its last record whole; a wrong prediction gives nothing (the
+// caller reads) and the predictions start again from the run found.
+func TestTailsReadAhead(t *testing.T) {
+	data := make([]byte, 20000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	path := filepath.Join(t.TempDir(), "vol")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	other, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tl := startTails()
+	defer tl.stop()
+	used0, missed0 := tailsUsed.Load(), tailsMissed.Load()
+	const jLen, want = 300, 600
+	for _, c := range []struct {
+		f    *os.File
+		off  int64
+		want bool // bytes handed over
+	}{
+		{f, 1000, false}, // no stride known yet
+		{f, 2000, false}, // predicts 3000, 4000, 5000, 6000
+		{f, 3000, true},
+		{f, 4000, true},
+		{f, 4500, false},     // wrong: predicts again from 4500, stride 500
+		{f, 5000, true},      // 5000, 5500, 6000, 6500
+		{other, 5500, false}, // another file at the predicted offset
+		{other, 6000, false},
+		{other, 6500, true},
+		{other, 19800, false}, // wrong, stride 13300
+		{other, 19300, false}, // wrong, going back: no prediction
+		{other, 19400, false}, // stride 100: 19500, 19600, 19700, 19800
+		{other, 19500, true},  // 500 bytes of 600: j whole
+		{other, 19600, true},
+		{other, 19700, true},  // j only
+		{other, 19800, false}, // 200 bytes of j's 300 (the file ends)
+	} {
+		for len(tl.got) < tl.inflight { // the goroutine done (else not waited for)
+			time.Sleep(time.Millisecond)
+		}
+		tl.heads(c.f, c.off-100) // runs from 100 bytes before their ends
+		b := tl.take(c.f, 20, c.off-100, c.off, jLen, want)
+		if (b != nil) != c.want {
+			t.Fatalf("take at %d: got %d bytes, want bytes: %v", c.off, len(b), c.want)
+		}
+		if b != nil && !slices.Equal(b, data[c.off:min(c.off+want, int64(len(data)))]) {
+			t.Fatalf("take at %d: the bytes are not the file's there", c.off)
+		}
+		if b != nil {
+			tl.swapped(b)
+		}
+	}
+	if used, missed := tailsUsed.Load()-used0, tailsMissed.Load()-missed0; used != 7 || missed != 4 {
+		t.Errorf("%d reads used, %d predicted wrongly; want 7 and 4", used, missed)
+	}
 }
