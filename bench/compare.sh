@@ -14,12 +14,13 @@
 #            the same file (latency; exporter CPU per scrape from /proc; peak RSS)
 # Every workload's output is compared between the builds first (cmp; the
 # blocks by their sample count), so a speed-up never hides a change.
-# usage: bench/compare.sh BASE [OUTPUT]   (env: W2_DIR, RUNS (default 7))
+# usage: bench/compare.sh BASE [OUTPUT]   (env: W2_DIR, RUNS (default 11))
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 base=${1:?usage: bench/compare.sh BASE [OUTPUT]}
 out=${2:-/dev/stdout}
-RUNS=${RUNS:-7}
+RUNS=${RUNS:-11}
+MEASURE=$(mktemp -d)/measure
 # shellcheck source=bench/lib.sh
 . "$root/bench/lib.sh"
 need_long
@@ -33,7 +34,7 @@ cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -f "$mmvdir/$name"
-	rm -rf "$w"
+	rm -rf "$w" "$(dirname "$MEASURE")"
 }
 trap cleanup EXIT
 
@@ -56,10 +57,27 @@ run_cmd() {
 }
 med() { awk -v c="$2" '{print $c}' "$1" | median; }
 rows=()
-# workload LABEL CMD: runs CMD by both builds in turns
+# row LABEL: a table row from the medians in $w/r.base and $w/r.head
+row() {
+	rows+=("$(printf '%-40s %9.4f %9.4f %7.3f %8.2f %8.2f %9.1f %9.1f' "$1" \
+		"$(med "$w/r.base" 1)" "$(med "$w/r.head" 1)" \
+		"$(awk -v a="$(med "$w/r.base" 1)" -v b="$(med "$w/r.head" 1)" 'BEGIN{print b/a}')" \
+		"$(med "$w/r.base" 2)" "$(med "$w/r.head" 2)" \
+		"$(awk -v k="$(med "$w/r.base" 3)" 'BEGIN{print k/1024}')" "$(awk -v k="$(med "$w/r.head" 3)" 'BEGIN{print k/1024}')")")
+}
+# workload LABEL CMD: runs CMD by both builds in turns; a CMD of plain
+# words runs under bench/measure (no shell or time(1) in between, which
+# would add their start to a run of tens of milliseconds)
 workload() {
-	local label=$1 cmd=$2 b
+	local label=$1 cmd=$2
 	echo "running: $label" >&2
+	if [[ $cmd != *[\&\|\>\<\;]* ]]; then
+		measure_side "$RUNS" "${cmd//\{bin\}/$w/base}" "${cmd//\{bin\}/$w/head}"
+		echo "${WALL[0]} ${CPU[0]} ${RSS[0]}" > "$w/r.base"
+		echo "${WALL[1]} ${CPU[1]} ${RSS[1]}" > "$w/r.head"
+		row "$label"
+		return
+	fi
 	: > "$w/r.base"
 	: > "$w/r.head"
 	run_cmd "$w/base" "$cmd" > /dev/null
@@ -68,11 +86,7 @@ workload() {
 		run_cmd "$w/base" "$cmd" >> "$w/r.base"
 		run_cmd "$w/head" "$cmd" >> "$w/r.head"
 	done
-	rows+=("$(printf '%-40s %9.4f %9.4f %7.3f %8.2f %8.2f %9.1f %9.1f' "$label" \
-		"$(med "$w/r.base" 1)" "$(med "$w/r.head" 1)" \
-		"$(awk -v a="$(med "$w/r.base" 1)" -v b="$(med "$w/r.head" 1)" 'BEGIN{print b/a}')" \
-		"$(med "$w/r.base" 2)" "$(med "$w/r.head" 2)" \
-		"$(awk -v k="$(med "$w/r.base" 3)" 'BEGIN{print k/1024}')" "$(awk -v k="$(med "$w/r.head" 3)" 'BEGIN{print k/1024}')")")
+	row "$label"
 }
 # same_output CMD: the two builds' stdout must be the same. The CSV of
 # `replay` gained an instance_id column (issue 22); it is dropped before the
@@ -90,14 +104,14 @@ same_output() {
 
 for v in w2v2 w2v3; do
 	same_output "{bin} dump $W2_DIR/$v"
-	workload "decode: dump $v" "exec {bin} dump $W2_DIR/$v"
+	workload "decode: dump $v" "{bin} dump $W2_DIR/$v"
 done
 same_output "{bin} replay $w2 --interval 1s --interp prior $m4"
-workload "replay: W2, 59 metrics, 1 s" "exec {bin} replay $w2 --interval 1s --interp prior $m4"
+workload "replay: W2, 59 metrics, 1 s" "{bin} replay $w2 --interval 1s --interp prior $m4"
 same_output "{bin} replay $w2 --interval 100ms"
-workload "replay: W2, every metric, 100 ms" "exec {bin} replay $w2 --interval 100ms"
+workload "replay: W2, every metric, 100 ms" "{bin} replay $w2 --interval 100ms"
 same_output "{bin} replay $LONG --interval 1s"
-workload "replay: 1 GB archive, every metric, 1 s" "exec {bin} replay $LONG --interval 1s"
+workload "replay: 1 GB archive, every metric, 1 s" "{bin} replay $LONG --interval 1s"
 for b in base head; do
 	rm -rf "$w/blocks"
 	"$w/$b" backfill "$w2" --step 1s --quiet --output "tsdb:$w/blocks" > /dev/null

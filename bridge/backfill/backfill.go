@@ -415,10 +415,20 @@ type seriesHint struct {
 	s    *Series
 }
 
+// instGen is the generation of family fi's instances at t (see
+// source.InstanceNames.Gen), taken once per value set.
+func (r *run) instGen(fi int, t time.Time) uint64 {
+	if indom := r.fams[fi].Desc.InDom; indom != semantics.InDomNull {
+		return r.names.Gen(indom, t)
+	}
+	return 0
+}
+
 // emit turns one PCP value into a sample. pos is the value's position in
 // its value set: sets list their instances in the same order time after
-// time, so the series last found at a position is tried first.
-func (r *run) emit(fi, pos int, inst int32, v semantics.Value, t time.Time) error {
+// time, so the series last found at a position (with the instances'
+// generation gen) is tried first.
+func (r *run) emit(fi, pos int, gen uint64, inst int32, v semantics.Value, t time.Time) error {
 	f := r.fams[fi]
 	var s *Series
 	val := 1.0
@@ -431,10 +441,6 @@ func (r *run) emit(fi, pos int, inst int32, v semantics.Value, t time.Time) erro
 		}
 		if len(r.hints[fi]) <= pos {
 			r.hints[fi] = append(r.hints[fi], make([]seriesHint, pos+1-len(r.hints[fi]))...)
-		}
-		var gen uint64
-		if f.Desc.InDom != semantics.InDomNull {
-			gen = r.names.Gen(f.Desc.InDom, t)
 		}
 		h := &r.hints[fi][pos]
 		if h.s == nil || h.inst != inst || h.gen != gen {
@@ -560,8 +566,9 @@ func (r *run) raw(ctx context.Context) error {
 					continue
 				}
 				for _, fi := range fis {
+					gen := r.instGen(fi, rec.Time)
 					for j, iv := range set.Values {
-						if err := r.emit(fi, j, iv.Inst, iv.Value, rec.Time); err != nil {
+						if err := r.emit(fi, j, gen, iv.Inst, iv.Value, rec.Time); err != nil {
 							rd.Close()
 							return err
 						}
@@ -635,8 +642,9 @@ func (r *run) step(ctx context.Context) error {
 			if r.fams[i].Type == mapping.Counter {
 				r.gen = source.GenerationOf(src, set.PMID)
 			}
+			gen := r.instGen(i, t)
 			for j, iv := range set.Values {
-				if err := r.emit(i, j, iv.Inst, iv.Value, t); err != nil {
+				if err := r.emit(i, j, gen, iv.Inst, iv.Value, t); err != nil {
 					return err
 				}
 			}
