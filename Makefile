@@ -10,6 +10,8 @@
 #   make lint        go vet + gofmt -l (fails on any unformatted file) + shellcheck
 #   make fuzz        every Fuzz target for FUZZTIME (default 5s) each
 #   make bench       every side-by-side comparison with the PCP peers + Go benchmarks -> docs/performance.md
+#   make bench-compare BASE=REV  the user workloads by REV's build and this tree's,
+#                    in turns in one run (bench/compare.sh)
 #   make bench-go    every Go benchmark once, with -benchmem
 #   make bench-peers every bench/*/run.sh (side-by-side runs against real PCP peers)
 #   make soak        the soak test script (scripts/soak.sh; SOAK_DURATION)
