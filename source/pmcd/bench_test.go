@@ -100,8 +100,11 @@ func BenchmarkFetchLocal(b *testing.B) {
 }
 
 // BenchmarkReadMetadata reads the metadata of every metric of the local
-// pmcd but the MMV ones again: all of it (after a change of names or
-// agents) and only the labels (after a label change alone).
+// pmcd but the MMV ones again, each on a new connection as a read after a
+// change does: all of it (after an agent change), only the labels (after
+// a label change alone), and only the namespace with the selected names'
+// PMIDs (after a namespace change outside the selection); PDUs/op counts
+// the requests sent after the handshake.
 func BenchmarkReadMetadata(b *testing.B) {
 	e2e.Require(b, "pminfo")
 	s, err := Open("local:", Options{Selection: Selection{Exclude: []string{"mmv"}}})
@@ -117,14 +120,23 @@ func BenchmarkReadMetadata(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		prev *metadata
-	}{{"all", nil}, {"labels", s.md}} {
+		what staleness
+	}{{"all", nil, staleAll}, {"labels", s.md, staleLabels}, {"names", s.md, staleNames}} {
 		b.Run(bc.name, func(b *testing.B) {
+			pdus := 0
 			for i := 0; i < b.N; i++ {
-				md, err := s.load(s.c, time.Now().Add(time.Minute), bc.prev)
+				c, err := dial(s.ep, time.Minute, s.opts.MaxPDU)
+				if err != nil {
+					b.Fatal(err)
+				}
+				md, _, err := s.load(c, time.Now().Add(time.Minute), bc.prev, bc.what)
+				pdus = c.sent
+				c.close()
 				if err != nil || len(md.metrics) != len(s.md.metrics) {
 					b.Fatalf("%v: %d metrics, want %d", err, len(md.metrics), len(s.md.metrics))
 				}
 			}
+			b.ReportMetric(float64(pdus), "PDUs/op")
 		})
 	}
 }

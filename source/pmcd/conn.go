@@ -102,6 +102,8 @@ type conn struct {
 	w        encoder
 	// writeErr receives the result of a pipelined write.
 	writeErr chan error
+	// sent counts the requests sent by exchange.
+	sent int
 }
 
 // ErrUnsupportedSecurity is returned for a pmcd that requires TLS or
@@ -248,6 +250,7 @@ func be32(b []byte) uint32 {
 // side's socket buffer can fill up and block both.
 func (c *conn) exchange(deadline time.Time, n int, handle func(i int, p pdu) error) error {
 	c.c.SetDeadline(deadline)
+	c.sent += n
 	if len(c.w.b) <= 64<<10 {
 		if _, err := c.c.Write(c.w.b); err != nil {
 			return c.ioErr(err)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 
@@ -24,6 +25,11 @@ type fakePMCD struct {
 	fetch func(c net.Conn, pmids []uint32) bool
 	// prefix names the fake's metrics: PREFIX.a and PREFIX.b ("fake").
 	prefix string
+	// names, when set, replaces the namespace: the nth name ever in it
+	// has the PMID 60.0.n (the PMIDs of other names looked up are as for
+	// prefix).
+	names []string
+	ids   map[string]uint32
 	// insts, when set, are the instances (ids 0, 1, ...) of the instance
 	// domain 60.1 of both metrics.
 	insts []string
@@ -148,16 +154,42 @@ func (f *fakePMCD) handle(c net.Conn) {
 		case pduPMNSNames:
 			numnames := binary.BigEndian.Uint32(body[8:])
 			ids := []uint32{2, numnames}
-			for i := uint32(0); i < numnames; i++ {
-				ids = append(ids, fakeA+i%2)
+			f.mu.Lock()
+			names := f.names
+			if f.ids == nil {
+				f.ids = map[string]uint32{}
 			}
+			for _, n := range names {
+				if f.ids[n] == 0 {
+					f.ids[n] = 60<<22 | uint32(len(f.ids)+1)
+				}
+			}
+			at := 12
+			for i := uint32(0); i < numnames; i++ {
+				l := int(binary.BigEndian.Uint32(body[at:]))
+				id := fakeA + i%2
+				if n := string(body[at+4 : at+4+l]); slices.Contains(names, n) {
+					id = f.ids[n]
+				}
+				ids = append(ids, id)
+				at += 4 + (l+3)&^3
+			}
+			f.mu.Unlock()
 			reply = mkpdu(pduPMNSIDs, be(ids...))
 		case pduPMNSTraverse:
-			b := be(uint32(2*len(prefix)+6), 0, 2)
-			for _, n := range []string{prefix + ".a", prefix + ".b"} {
-				b = append(b, padded(n)...)
+			f.mu.Lock()
+			names := f.names
+			f.mu.Unlock()
+			if names == nil {
+				names = []string{prefix + ".a", prefix + ".b"}
 			}
-			reply = mkpdu(pduPMNSNames, b)
+			var b []byte
+			nstr := 0
+			for _, n := range names {
+				b = append(b, padded(n)...)
+				nstr += len(n) + 1
+			}
+			reply = mkpdu(pduPMNSNames, append(be(uint32(nstr), 0, uint32(len(names))), b...))
 		case pduDescIDs:
 			numids := binary.BigEndian.Uint32(body[4:])
 			b := be(numids)
@@ -275,4 +307,11 @@ func (f *fakePMCD) requests() map[uint32]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return maps.Clone(f.reqs)
+}
+
+// setNames sets the fake's namespace from now on (see names).
+func (f *fakePMCD) setNames(names ...string) {
+	f.mu.Lock()
+	f.names = names
+	f.mu.Unlock()
 }

@@ -209,7 +209,7 @@ func TestLabelsOnlyReadMatchesFull(t *testing.T) {
 		}
 		prev.indoms[id] = c
 	}
-	got, err := s.load(s.c, time.Now().Add(time.Minute), &prev)
+	got, _, err := s.load(s.c, time.Now().Add(time.Minute), &prev, staleLabels)
 	if err != nil {
 		t.Fatal(err)
 	}

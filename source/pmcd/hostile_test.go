@@ -189,7 +189,7 @@ func TestFetchFaults(t *testing.T) {
 	}
 }
 
-// TestFlagsRefreshMetadata: an ERROR with PMCD_NAMES_CHANGE before a
+// TestFlagsRefreshMetadata: an ERROR with PMCD_AGENT_CHANGE before a
 // result makes the metadata read again before the next scrape, once.
 func TestFlagsRefreshMetadata(t *testing.T) {
 	f := newFake(t)
@@ -200,7 +200,7 @@ func TestFlagsRefreshMetadata(t *testing.T) {
 		t.Fatal("metadata read again with no change flagged")
 	}
 	f.setFetch(func(c net.Conn, pmids []uint32) bool {
-		c.Write(mkpdu(pduError, be(pmcdNamesChange)))
+		c.Write(mkpdu(pduError, be(pmcdAgentChange)))
 		c.Write(goodResult(pmids))
 		return true
 	})
@@ -347,7 +347,7 @@ func TestScrapeNeverWaitsOnMetadata(t *testing.T) {
 	e0 := s.Epoch()
 	release := f.stallMetadata(pduPMNSTraverse)
 	f.setFetch(func(c net.Conn, pmids []uint32) bool {
-		c.Write(mkpdu(pduError, be(pmcdNamesChange)))
+		c.Write(mkpdu(pduError, be(pmcdAgentChange)))
 		c.Write(goodResult(pmids))
 		return true
 	})

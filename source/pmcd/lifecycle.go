@@ -1,6 +1,7 @@
 package pmcd
 
 import (
+	"maps"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
@@ -19,20 +20,24 @@ import (
 type staleness uint8
 
 const (
-	staleAll    staleness = 1 << iota // agents, names or the hostname
-	staleLabels                       // labels only
+	staleAll    staleness = 1 << iota // agents or the hostname
+	staleLabels                       // labels
+	staleNames                        // the namespace
 )
 
 // startLoad starts reading pmcd's metadata on a new connection, unless a
-// read is already under way: only the labels when connected and pmcd
-// flagged only a label change. s.mu is held.
+// read is already under way: all of it unless connected and pmcd flagged
+// only label or namespace changes (see load). s.mu is held.
 func (s *Source) startLoad() {
 	if s.loading != nil || s.closed {
 		return
 	}
 	var prev *metadata
-	if s.c != nil && s.stale == staleLabels {
-		prev = s.md
+	if s.c != nil && s.md != nil && s.stale != 0 && s.stale&staleAll == 0 {
+		// a snapshot: scrapes may read new instances into s.md meanwhile
+		snap := *s.md
+		snap.indoms = maps.Clone(s.md.indoms)
+		prev = &snap
 	}
 	done := make(chan struct{})
 	s.loading = done
@@ -48,10 +53,11 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness) {
 	defer close(done)
 	c, err := dial(s.ep, s.opts.Timeout, s.opts.MaxPDU)
 	var md *metadata
-	var st *starts // nil: unchanged (a label change)
+	var kind loadKind
+	var st *starts // nil: unchanged (a label or namespace change)
 	if err == nil {
 		deadline := time.Now().Add(s.opts.MetadataTimeout)
-		if md, err = s.load(c, deadline, prev); err == nil && prev == nil {
+		if md, kind, err = s.load(c, deadline, prev, what); err == nil && prev == nil {
 			st = new(starts)
 			*st, err = readStarts(c, deadline)
 		}
@@ -82,7 +88,15 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness) {
 		s.retryAt = now.Add(s.opts.Backoff[min(s.fails, len(s.opts.Backoff)-1)])
 		s.fails++
 		s.log.Warn("reading pmcd's metadata again failed; the previous metadata is kept", "pmcd", s.ep.String(), "err", err)
+	case md == prev:
+		// the selected names and their PMIDs are unchanged: nothing to
+		// install, the metadata and its epoch are kept
+		c.close()
+		s.loads.add(kind)
+		s.fails = 0
+		s.log.Debug("pmcd's namespace changed outside the selection; metadata kept", "pmcd", s.ep.String())
 	default:
+		s.loads.add(kind)
 		s.install(c, md, st, now)
 	}
 }
@@ -106,7 +120,7 @@ func (s *Source) install(c *conn, md *metadata, st *starts, now time.Time) {
 	s.req = s.req[:0]
 	switch {
 	case reload:
-		s.log.Info("pmcd metadata read again after a change", "pmcd", s.ep.String(), "metrics", len(md.metrics), "labels_only", st == nil)
+		s.log.Info("pmcd metadata read again after a change", "pmcd", s.ep.String(), "metrics", len(md.metrics), "all", st != nil)
 	case wasDown:
 		s.log.Debug("pmcd connected again", "pmcd", s.ep.String(), "metrics", len(md.metrics))
 	}

@@ -12,7 +12,9 @@ import (
 // metadata is everything read from pmcd about the selected metrics: read
 // once per connection and again when pmcd flags a change.
 type metadata struct {
-	metrics []source.Metric // selected, resolved metrics in name order
+	names   []string         // the selected names, in order
+	ids     []semantics.PMID // their PMIDs (PM_ID_NULL: none)
+	metrics []source.Metric  // selected, resolved metrics in name order
 	descs   map[semantics.PMID]*semantics.Desc
 	indoms  map[semantics.InDom]*indom
 	context semantics.LabelSet

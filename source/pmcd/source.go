@@ -1,11 +1,11 @@
 package pmcd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -56,9 +56,10 @@ type Source struct {
 	md    *metadata
 	epoch uint64
 	// stale says what pmcd flagged as changed: the next Metrics call
-	// starts reading the metadata again (only the labels, for a label
-	// change alone).
+	// starts reading the metadata again (see load.go).
 	stale staleness
+	// loads counts the metadata reads by kind.
+	loads loadCounts
 	// loading is closed when the metadata read under way (in the
 	// background, see startLoad) ends; nil when none is.
 	loading chan struct{}
@@ -203,94 +204,6 @@ func (s *Source) ensure(now time.Time) bool {
 	return s.c != nil
 }
 
-// load reads the metadata of the selected metrics on c (not yet the
-// source's: s.mu is not held). With prev, only the labels are read again:
-// the names, descriptors, help and instances are prev's.
-func (s *Source) load(c *conn, deadline time.Time, prev *metadata) (*metadata, error) {
-	md := &metadata{descs: map[semantics.PMID]*semantics.Desc{}, indoms: map[semantics.InDom]*indom{}}
-	oneline := map[semantics.PMID]string{}
-	help := map[semantics.PMID]string{}
-	var names []string
-	var ids []semantics.PMID
-	var descs []*semantics.Desc
-	if prev != nil {
-		for _, m := range prev.metrics {
-			names, ids = append(names, m.Name), append(ids, m.Desc.PMID)
-			oneline[m.Desc.PMID], help[m.Desc.PMID] = m.OneLine, m.Help
-		}
-		for id, d := range prev.descs {
-			md.descs[id] = d
-			descs = append(descs, d)
-		}
-		for id, in := range prev.indoms {
-			// a copy: scrapes may be reading prev's instances
-			md.indoms[id] = &indom{insts: slices.Clone(in.insts), ids: in.ids}
-		}
-		md.unresolved = prev.unresolved
-	} else {
-		all, err := c.readNames(deadline)
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range all {
-			if s.opts.Selection.Selected(n) {
-				names = append(names, n)
-			}
-		}
-		sort.Strings(names)
-		if ids, err = c.lookupNames(deadline, names); err != nil {
-			return nil, err
-		}
-		var uniq []semantics.PMID
-		seen := map[semantics.PMID]bool{}
-		for _, id := range ids {
-			if id != semantics.PMIDNull && !seen[id] {
-				seen[id] = true
-				uniq = append(uniq, id)
-			}
-		}
-		if descs, err = c.lookupDescs(deadline, uniq); err != nil {
-			return nil, err
-		}
-		for _, d := range descs {
-			if d != nil {
-				md.descs[d.PMID] = d
-			}
-		}
-	}
-	labels := map[request]semantics.LabelSet{}
-	if err := c.readDetails(deadline, descs, md, oneline, help, labels, prev != nil); err != nil {
-		return nil, err
-	}
-	md.context = labels[request{kind: pduLabelReq, sub: labelContext, ident: 0xffffffff}]
-	merged := map[semantics.PMID]semantics.LabelSet{}
-	for i, n := range names {
-		d := md.descs[ids[i]]
-		if d == nil {
-			md.unresolved++
-			continue
-		}
-		ls, ok := merged[d.PMID]
-		if !ok {
-			lab := func(sub, ident uint32) semantics.LabelSet {
-				return labels[request{kind: pduLabelReq, sub: sub, ident: ident}]
-			}
-			var in semantics.LabelSet
-			if d.InDom != semantics.InDomNull {
-				in = lab(labelInDom, uint32(d.InDom))
-			}
-			ls = semantics.MergeLabels(md.context, lab(labelDomain, d.PMID.Domain()), in,
-				lab(labelCluster, uint32(semantics.NewPMID(d.PMID.Domain(), d.PMID.Cluster(), 0))), lab(labelItem, uint32(d.PMID)))
-			merged[d.PMID] = ls
-		}
-		md.metrics = append(md.metrics, source.Metric{Name: n, Desc: *d, OneLine: oneline[d.PMID], Help: help[d.PMID], Labels: ls})
-	}
-	if md.unresolved > 0 && prev == nil {
-		s.log.Info("pmcd metrics without a PMID or descriptor skipped", "pmcd", s.ep.String(), "count", md.unresolved)
-	}
-	return md, nil
-}
-
 // Metrics returns the selected metrics pmcd exports, in name order; the
 // last ones known while pmcd cannot be reached. Metadata flagged as changed
 // by pmcd starts being read again in the background: these are the
@@ -430,19 +343,26 @@ func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadlin
 	return nil
 }
 
-// flag records pmcd's state-change flags: metadata is read again before
-// the next scrape.
+// flag records pmcd's state-change flags: metadata is read again (in the
+// background) at the next Metrics call, as much of it as the flags call for.
 func (s *Source) flag(code int32) {
 	var what staleness
-	if code&(pmcdAgentChange|pmcdNamesChange|pmcdHostnameChange) != 0 {
+	if code&(pmcdAgentChange|pmcdHostnameChange) != 0 {
 		what |= staleAll
+	}
+	if code&pmcdNamesChange != 0 {
+		what |= staleNames
 	}
 	if code&pmcdLabelChange != 0 {
 		what |= staleLabels
 	}
 	if what&^s.stale != 0 {
 		s.stale |= what
-		s.log.Info("pmcd reports a change; metadata will be read again", "pmcd", s.ep.String(), "flags", fmt.Sprintf("0x%x", code))
+		level := slog.LevelInfo
+		if what == staleNames {
+			level = slog.LevelDebug // frequent (MMV files), mostly outside the selection
+		}
+		s.log.Log(context.Background(), level, "pmcd reports a change; metadata will be read again", "pmcd", s.ep.String(), "flags", fmt.Sprintf("0x%x", code))
 	}
 }
 
