@@ -2,7 +2,8 @@
 // client protocol in pure Go (no libpcp): the handshake over pmcd's unix
 // socket or TCP, the namespace traversal, descriptors, instance domains,
 // help text and labels (read once, cached, and read again only when pmcd
-// flags a change in a fetch reply), and the fetch of every selected metric
+// flags a change in a fetch reply: after a namespace change alone, only
+// what is new to the selection, load.go), and the fetch of every selected metric
 // in as few HIGHRES_FETCH PDUs as pmcd's request size limit allows.
 //
 // Reading the metadata happens off the scrape path, on a new connection

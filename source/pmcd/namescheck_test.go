@@ -80,7 +80,7 @@ func TestNamesChangeOutsideSelection(t *testing.T) {
 	flagOnce(t, f, s, pmcdNamesChange)
 	r0 := f.requests()
 	s.Metrics() // starts the check
-	waitFor(t, "the names checked", func() bool { return loadsOf(s).unchanged == l0.unchanged+1 })
+	waitFor(t, "names check", func() bool { return loadsOf(s).unchanged == l0.unchanged+1 })
 	want := map[string]int{pduName(pduPMNSTraverse): 1, pduName(pduPMNSNames): 1}
 	if got := requestsSince(f, r0); len(got) != len(want) || got[pduName(pduPMNSTraverse)] != 1 || got[pduName(pduPMNSNames)] != 1 {
 		t.Errorf("requests for a change outside the selection: %v, want %v", got, want)
