@@ -75,7 +75,7 @@ local lib = import '../lib.libsonnet';
           'cpu.load_average',
           |||
             kernel_all_load{%(hostSelector)s, instname="1 minute"} > ignoring (instname) (hinv_ncpu{%(hostSelector)s} * %(loadPerCPU)s)
-            and
+            and ignoring (instname)
             kernel_all_load{%(hostSelector)s, instname="1 minute"} > %(loadMin)s
           ||| % c,
           'High 1-minute load average',
