@@ -230,7 +230,7 @@ func variableValues(t *testing.T, prom, query, regex string) []string {
 // query, with the variables substituted, returns data for one of them (the
 // archive lag is the follower's alone).
 func TestDashboardQueries(t *testing.T) {
-	longtest.Skip(t, "30 s of two exporters scraped by Prometheus")
+	longtest.Skip(t, "two exporters scraped by Prometheus until every source is up")
 	if raceEnabled {
 		t.Skip("end-to-end processes only: runs without the race detector")
 	}
@@ -248,7 +248,7 @@ func TestDashboardQueries(t *testing.T) {
 		"--pmcd.metrics=disk.dev", "--pmcd.metrics=network.interface", "--pmcd.metrics=network.tcp", "--pmcd.metrics=filesys")
 	startExporter(t, dashArchiveAddr, "--archive="+filepath.Join(dir, "arch"))
 	prom := e2e.StartPrometheus(t, promConfig("", dashExporterAddr, dashArchiveAddr), "")
-	// every source up in Prometheus, then 20 s of scrapes for the rates
+	// every source up in Prometheus, then a few more scrapes for the rates
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		up := e2e.PromQuery(t, prom, `min(pcp_exporter_source_up) == 1 and count(pcp_exporter_source_up) == 3`, time.Time{})
@@ -260,11 +260,11 @@ func TestDashboardQueries(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	time.Sleep(20 * time.Second)
+	time.Sleep(5 * time.Second)
 
 	queries := 0
 	for name, d := range dashboards(t) {
-		vars := map[string]string{"__rate_interval": "20s", "job": "pcp-exporter", "app": "pcpxdash"}
+		vars := map[string]string{"__rate_interval": "10s", "job": "pcp-exporter", "app": "pcpxdash"}
 		var instances []string
 		repeat := map[string][]string{}
 		for _, v := range d["templating"].(map[string]any)["list"].([]any) {

@@ -70,6 +70,7 @@ func TestHealthAlertsFire(t *testing.T) {
 	}
 	bins := e2e.Require(t, "prometheus", "pmlogger", "jsonnet", "make", "pminfo")
 	pmcd := pmcdPath(t)
+	e2e.LockPMCD(t, false) // pmlogger records from the system pmcd
 	dir := t.TempDir()
 
 	rules := filepath.Join(dir, "rules")

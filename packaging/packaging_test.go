@@ -355,7 +355,10 @@ func TestDeb(t *testing.T) {
 		}
 	}
 
-	t.Run("ExecStart", func(t *testing.T) { runExecStart(t, unit, u) })
+	t.Run("ExecStart", func(t *testing.T) {
+		e2e.LockPMCD(t, false) // reads the system pmcd
+		runExecStart(t, unit, u)
+	})
 
 	// an upgrade (here a reinstall) keeps a changed conffile
 	changed := append(def, []byte("# changed by the test\n")...)
