@@ -360,6 +360,8 @@ func TestDeb(t *testing.T) {
 		runExecStart(t, unit, u)
 	})
 
+	t.Run("socket", func(t *testing.T) { runSocket(t, u) })
+
 	// an upgrade (here a reinstall) keeps a changed conffile
 	changed := append(def, []byte("# changed by the test\n")...)
 	if err := os.WriteFile("/etc/default/pcp-exporter", changed, 0o644); err != nil {
@@ -469,4 +471,49 @@ func runExecStart(t *testing.T, unit string, u *user.User) {
 			t.Errorf("exporter logged an error: %s", sc.Text())
 		}
 	}
+}
+
+// runSocket: with the socket unit's ListenStream handed over as systemd
+// does (systemd-socket-activate: LISTEN_FDS), the packaged binary serves on
+// it with --web.systemd-socket, as the socket's comment and the README say.
+func runSocket(t *testing.T, u *user.User) {
+	sa := e2e.Require(t, "systemd-socket-activate")[0]
+	b, err := os.ReadFile("/lib/systemd/system/pcp-exporter.socket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^ListenStream=9464$`).Match(b) || !regexp.MustCompile(`(?m)^Service=pcp-exporter.service$`).Match(b) {
+		t.Fatalf("pcp-exporter.socket does not listen on 9464 for pcp-exporter.service:\n%s", b)
+	}
+	// an MMV directory the packaged user can read (t.TempDir's parent is root's alone)
+	mmvDir, err := os.MkdirTemp("", "pcpxpkgsocket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(mmvDir)
+	if err := os.Chmod(mmvDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	// the test's port instead of 9464; the exporter runs as the packaged user
+	cmd := exec.Command(sa, "-l", listenAddr, "--", "/usr/bin/pcp-exporter", "serve", "--web.systemd-socket", "--mmv.dir="+mmvDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	logPath := filepath.Join(t.TempDir(), "exporter.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	waitScrape(t, "the MMV source's pcp_exporter_source_up on the handed-over socket", func(e string) bool {
+		return hasSeries(e, `pcp_exporter_source_up{reason="",source="`+mmvDir+`"} 1`)
+	}, logPath)
 }
