@@ -228,7 +228,7 @@ func variableValues(t *testing.T, prom, query, regex string) []string {
 // archive (serve exports archives instead of MMV files); every variable
 // query of every dashboard offers the expected values, and every panel
 // query, with the variables substituted, returns data for one of them (the
-// archive lag is the follower's alone).
+// archive lag is the follower's alone); every recording rule has series.
 func TestDashboardQueries(t *testing.T) {
 	longtest.Skip(t, "two exporters scraped by Prometheus until every source is up")
 	if raceEnabled {
@@ -247,7 +247,11 @@ func TestDashboardQueries(t *testing.T) {
 		"--pmcd.metrics=kernel.all", "--pmcd.metrics=hinv.ncpu", "--pmcd.metrics=mem", "--pmcd.metrics=swap",
 		"--pmcd.metrics=disk.dev", "--pmcd.metrics=network.interface", "--pmcd.metrics=network.tcp", "--pmcd.metrics=filesys")
 	startExporter(t, dashArchiveAddr, "--archive="+filepath.Join(dir, "arch"))
-	prom := e2e.StartPrometheus(t, promConfig("", dashExporterAddr, dashArchiveAddr), "")
+	rules, err := filepath.Abs("rendered/rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom := e2e.StartPrometheus(t, promConfig(rules, dashExporterAddr, dashArchiveAddr), "")
 	// every source up in Prometheus, then a few more scrapes for the rates
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -327,6 +331,35 @@ func TestDashboardQueries(t *testing.T) {
 		}
 	}
 	t.Logf("%d panel queries of %d dashboards return data", queries, len(dashboards(t)))
+
+	// every recording rule has series for the pmcd exporter (but the swap
+	// ratio on a host without swap)
+	var rg struct {
+		Groups []struct {
+			Rules []struct{ Name, Type string }
+		}
+	}
+	getJSON(t, prom+"/api/v1/rules", &rg)
+	n := 0
+	for _, g := range rg.Groups {
+		for _, r := range g.Rules {
+			if r.Type != "recording" {
+				continue
+			}
+			n++
+			q := fmt.Sprintf(`%s{instance=%q}`, r.Name, dashExporterAddr)
+			if len(e2e.PromQuery(t, prom, q, time.Time{})) > 0 {
+				continue
+			}
+			if r.Name == "instance:pcp_swap_free:ratio" && len(e2e.PromQuery(t, prom, `swap_length_bytes == 0`, time.Time{})) > 0 {
+				continue
+			}
+			t.Errorf("recording rule %s has no series", r.Name)
+		}
+	}
+	if n != 12 {
+		t.Errorf("%d recording rules loaded, want 12", n)
+	}
 }
 
 // substitute replaces Grafana's $name and ${name} by vars' values.
