@@ -43,15 +43,24 @@ func (s *Source) startLoad() {
 	s.loading = done
 	what := s.stale
 	s.stale = 0
-	go s.loadAsync(done, prev, what)
+	// a pmcd that answered before and now accepts the connection but
+	// does not greet is stopped or busy: waiting for its greeting (off
+	// the scrape path) reconnects as soon as it answers again, where a
+	// new attempt at every backoff step would leave gaps of up to 30 s
+	wait := s.opts.Timeout
+	if s.md != nil {
+		wait = s.opts.MetadataTimeout
+	}
+	go s.loadAsync(done, prev, what, wait)
 }
 
-// loadAsync dials pmcd, reads its metadata and installs both; on failure
-// the source is down (when it had no connection) or keeps its previous
+// loadAsync dials pmcd (waiting at most wait for the connection and the
+// handshake), reads its metadata and installs both; on failure the
+// source is down (when it had no connection) or keeps its previous
 // metadata and tries again after a backoff.
-func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness) {
+func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, wait time.Duration) {
 	defer close(done)
-	c, err := dial(s.ep, s.opts.Timeout, s.opts.MaxPDU)
+	c, err := dial(s.ep, wait, s.opts.MaxPDU)
 	var md *metadata
 	var kind loadKind
 	var st *starts // nil: unchanged (a label or namespace change)
@@ -113,6 +122,8 @@ func (s *Source) install(c *conn, md *metadata, st *starts, now time.Time) {
 		s.started = *st
 		s.flag(st.flags)
 	}
+	s.flag(c.flags)
+	c.flags = 0
 	s.instAt = now
 	s.epoch++
 	s.fails = 0

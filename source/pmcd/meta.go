@@ -272,6 +272,18 @@ func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *meta
 			}
 		}
 	}
+	var instLabelsOf []semantics.InDom
+	for _, r := range reqs {
+		if r.kind == pduLabelReq && r.sub == labelInstances {
+			instLabelsOf = append(instLabelsOf, semantics.InDom(r.ident))
+		}
+	}
+	// instance labels only after a fetch from their agents (profile.go)
+	flags, err := c.primeAgents(deadline, descs, instLabelsOf)
+	c.flags |= flags
+	if err != nil {
+		return err
+	}
 	c.w.b = c.w.b[:0]
 	for _, r := range reqs {
 		c.w.begin(r.kind)

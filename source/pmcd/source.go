@@ -425,8 +425,10 @@ func (s *Source) afterFetch(res *source.Result, deadline time.Time) {
 	s.nextStart = append(s.nextStart, int32(len(s.nextInst)))
 	if now := time.Now(); now.Sub(s.instAt) > instanceRefresh {
 		s.instAt = now
-		for _, in := range s.indoms {
-			if in != semantics.InDomNull {
+		// only of sets fetched: their agents have this connection's
+		// profile for the instance labels (profile.go)
+		for i, in := range s.indoms {
+			if in != semantics.InDomNull && res.Sets[i].Err == nil {
 				s.addRefresh(in)
 			}
 		}
