@@ -107,6 +107,8 @@ type conn struct {
 	// flags are pmcd's change flags seen while reading metadata (off the
 	// steady fetch path), for the source to act on once it installs c.
 	flags int32
+	// limit bounds the instances and label sets decoded per PDU (0: none).
+	limit int
 }
 
 // ErrUnsupportedSecurity is returned for a pmcd that requires TLS or
@@ -167,7 +169,7 @@ const drainTimeout = 30 * time.Second
 
 func (c *conn) read() (pdu, error) {
 	p, buf, err := readPDU(c.r, c.rbuf, c.max, c.peer)
-	c.rbuf = buf[:0]
+	c.rbuf = retain(buf)
 	if err != nil {
 		var fe *FormatError
 		if !errors.As(err, &fe) && !strings.HasPrefix(err.Error(), "pmcd at ") {

@@ -17,7 +17,10 @@
 // (pmcd's start). Replies are
 // decoded defensively: a truncated, oversized or malformed PDU gives a
 // FormatError naming the peer, the PDU and the byte offset, never a panic
-// or an allocation larger than the bytes received.
+// or an allocation larger than the bytes received (or than the PDU's
+// length once 1 MiB of it arrived). Memory follows what is served: a
+// reply buffer over 4 MiB is not kept, and a source serves at most
+// Options.SeriesLimit values and instances, cutting the rest (logged once).
 //
 // The wire protocol is described in docs/pcp-protocol.md of the project's
 // shared documentation (verified against PCP 6.0.3's pmcd).

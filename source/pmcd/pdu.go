@@ -78,10 +78,24 @@ const (
 	// DefaultMaxPDU bounds a reply from pmcd (whose own bound is INT_MAX):
 	// big results (many processes) are megabytes.
 	DefaultMaxPDU = 64 << 20
-	// readChunk is how much a reply buffer grows by at a time, so that a
-	// peer announcing a huge PDU costs only what it really sends.
+	// readChunk is how much of a reply must have arrived before its
+	// buffer is made its announced size: until then the buffer doubles
+	// as bytes arrive, so that a peer announcing a huge PDU costs only
+	// what it really sends, and a big PDU is copied once, not at every
+	// step (its peak is its size and readChunk).
 	readChunk = 1 << 20
+	// maxRetained bounds a reply buffer kept for the next reply: a bigger
+	// one (a huge reply, or junk) is left to the garbage collector.
+	maxRetained = 4 << 20
 )
+
+// retain returns buf emptied for reuse, or nil when it is too big to keep.
+func retain(buf []byte) []byte {
+	if cap(buf) > maxRetained {
+		return nil
+	}
+	return buf[:0]
+}
 
 // FormatError is a reply from pmcd that breaks the protocol: the peer, the
 // PDU and the byte offset in it where decoding failed.
@@ -105,8 +119,8 @@ type pdu struct {
 
 // readPDU reads one PDU into buf (reused when large enough) from r. A
 // declared length outside [12, max] is an error before anything more is
-// read; a long body is read in chunks so that memory follows the bytes
-// actually received.
+// read; the buffer grows with the bytes actually received, and takes the
+// announced length only once readChunk bytes of it have arrived.
 func readPDU(r io.Reader, buf []byte, max int, peer string) (pdu, []byte, error) {
 	if cap(buf) < hdrSize {
 		buf = make([]byte, 0, 4096)
@@ -126,12 +140,8 @@ func readPDU(r io.Reader, buf []byte, max int, peer string) (pdu, []byte, error)
 	for len(h) < n {
 		want := n
 		if want > cap(h) {
-			want = cap(h) * 2
-			if want-len(h) > readChunk {
-				want = len(h) + readChunk
-			}
-			if want > n {
-				want = n
+			if len(h) < readChunk {
+				want = min(cap(h)*2, readChunk, n)
 			}
 			nb := make([]byte, len(h), want)
 			copy(nb, h)
