@@ -109,6 +109,8 @@ type conn struct {
 	flags int32
 	// limit bounds the instances and label sets decoded per PDU (0: none).
 	limit int
+	// dropped says a reply buffer too big to keep was dropped (release).
+	dropped bool
 }
 
 // ErrUnsupportedSecurity is returned for a pmcd that requires TLS or
@@ -169,7 +171,7 @@ const drainTimeout = 30 * time.Second
 
 func (c *conn) read() (pdu, error) {
 	p, buf, err := readPDU(c.r, c.rbuf, c.max, c.peer)
-	c.rbuf = retain(buf)
+	c.rbuf = retain(buf, &c.dropped)
 	if err != nil {
 		var fe *FormatError
 		if !errors.As(err, &fe) && !strings.HasPrefix(err.Error(), "pmcd at ") {

@@ -2,14 +2,22 @@ package pmcd
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
+	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -267,4 +275,116 @@ func manyValues(pmids []uint32, n int) []byte {
 		}
 	}
 	return mkpdu(pduHighresResult, b)
+}
+
+// TestMemoryBoundedByWhatIsServed: in a process of its own (the test
+// binary run again: its peak RSS is its own), a source scraped through the
+// bridge every second reads one 64 MiB reply of junk, or an instance
+// domain of a million instances (a million values per fetch): its peak
+// RSS stays under 100 MB and its RSS is under 50 MB a minute later.
+func TestMemoryBoundedByWhatIsServed(t *testing.T) {
+	longtest.Skip(t, "a minute of scrapes after a 64 MiB reply or a million instances")
+	if raceEnabled {
+		t.Skip("RSS under the race detector is not the exporter's")
+	}
+	cases := []struct {
+		name  string
+		limit int // the series limit (0: the default)
+		setup func(f *fakePMCD)
+	}{
+		{"junk 64 MiB", 0, func(f *fakePMCD) {
+			var n atomic.Int32
+			f.fetch = func(c net.Conn, pmids []uint32) bool {
+				// the third fetch: the metadata read's, a scrape's, then junk
+				if n.Add(1) != 3 {
+					c.Write(goodResult(pmids))
+					return true
+				}
+				c.Write(be(64<<20-16, pduHighresResult, 0))
+				zeros := make([]byte, 1<<20)
+				for left := 64<<20 - 16 - 12; left > 0; left -= len(zeros) {
+					if _, err := c.Write(zeros[:min(left, len(zeros))]); err != nil {
+						return false
+					}
+				}
+				return true
+			}
+		}},
+		// at the default limit (100,000) the peak is 88 MB, but serving
+		// them costs 49 MB: this asserts 50,000
+		{"a million instances", 50_000, func(f *fakePMCD) {
+			names := make([]string, 1_000_000)
+			for i := range names {
+				names[i] = "i" + strconv.Itoa(i)
+			}
+			f.insts = names
+			f.fetch = func(c net.Conn, pmids []uint32) bool {
+				c.Write(manyValues(pmids, len(names)))
+				return true
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, tc.setup)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryChild$", "-test.v")
+			cmd.Env = append(os.Environ(), "PCPX_MEMORY_CHILD="+f.addr(), "PCPX_MEMORY_LIMIT="+strconv.Itoa(tc.limit))
+			out, err := cmd.CombinedOutput()
+			var peak, end int
+			at := max(0, bytes.Index(out, []byte("RSS kB: ")))
+			if _, serr := fmt.Sscanf(string(out[at:]), "RSS kB: peak %d end %d", &peak, &end); err != nil || serr != nil {
+				t.Fatalf("child: %v %v:\n%s", err, serr, out)
+			}
+			t.Logf("peak RSS %d MB, %d MB a minute later", peak>>10, end>>10)
+			if peak > 100<<10 || end > 50<<10 {
+				t.Errorf("peak RSS %d MB (want < 100), %d MB a minute later (want < 50):\n%s", peak>>10, end>>10, out)
+			}
+		})
+	}
+}
+
+// TestMemoryChild is TestMemoryBoundedByWhatIsServed's child: it scrapes
+// the fake pmcd at $PCPX_MEMORY_CHILD (series limit $PCPX_MEMORY_LIMIT)
+// every second for 65 s, and prints its peak RSS (VmHWM) and its RSS at
+// the end ($PCPX_MEMORY_PROFILE: a heap profile there).
+func TestMemoryChild(t *testing.T) {
+	addr := os.Getenv("PCPX_MEMORY_CHILD")
+	if addr == "" {
+		t.Skip("run by TestMemoryBoundedByWhatIsServed")
+	}
+	limit, _ := strconv.Atoi(os.Getenv("PCPX_MEMORY_LIMIT"))
+	s, err := Open(addr, Options{SeriesLimit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, err := mapping.New(nil, mapping.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := bridge.New(m, nil, bridge.Source{Name: "fake", Src: s})
+	for end := time.Now().Add(65 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		if err := col.WriteText(io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(key string) int {
+		b, _ := os.ReadFile("/proc/self/status")
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, key+":"); ok {
+				n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+				return n
+			}
+		}
+		return -1
+	}
+	t.Logf("left out %+v", s.LeftOut())
+	if p := os.Getenv("PCPX_MEMORY_PROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+	fmt.Printf("RSS kB: peak %d end %d\n", status("VmHWM"), status("VmRSS"))
 }

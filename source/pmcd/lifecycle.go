@@ -74,6 +74,7 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, w
 			st = new(starts)
 			*st, err = readStarts(c, deadline)
 		}
+		release(&c.dropped)
 		if err != nil {
 			c.close()
 		}
@@ -361,14 +362,15 @@ func (c *conn) fetchRequest(pmids []semantics.PMID, buf []byte) (p pdu, code, fl
 // outside the steady fetch path.
 func (c *conn) fetchOnce(deadline time.Time, pmids []semantics.PMID, types []semantics.Type) ([]source.ValueSet, time.Time, int32, error) {
 	c.c.SetDeadline(deadline)
-	p, code, flags, _, err := c.fetchRequest(pmids, nil)
+	p, code, flags, buf, err := c.fetchRequest(pmids, nil)
+	retain(buf, &c.dropped)
 	if err != nil {
 		return nil, time.Time{}, flags, err
 	}
 	if p.typ == pduError {
 		return nil, time.Time{}, flags, pmErr(code)
 	}
-	rd := resultDecoder{peer: c.peer}
+	rd := resultDecoder{peer: c.peer, limit: c.limit}
 	sets, at, err := rd.decode(p, pmids, types, nil)
 	if err == nil {
 		rd.link(sets)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
@@ -89,12 +90,25 @@ const (
 	maxRetained = 4 << 20
 )
 
-// retain returns buf emptied for reuse, or nil when it is too big to keep.
-func retain(buf []byte) []byte {
+// retain returns buf emptied for reuse, or nil when it is too big to keep
+// (and then sets *dropped).
+func retain(buf []byte, dropped *bool) []byte {
 	if cap(buf) > maxRetained {
+		*dropped = true
 		return nil
 	}
 	return buf[:0]
+}
+
+// release returns the memory of the reply buffers dropped (see retain) to
+// the system once their replies are decoded: left to the garbage
+// collector, a 64 MiB buffer stays resident, and its size sets the heap
+// goal that the next one grows to (two of them resident at once).
+func release(dropped *bool) {
+	if *dropped {
+		*dropped = false
+		debug.FreeOSMemory()
+	}
 }
 
 // FormatError is a reply from pmcd that breaks the protocol: the peer, the

@@ -59,6 +59,7 @@ func (c *conn) primeAgents(deadline time.Time, descs []*semantics.Desc, indoms [
 	// per-metric errors are fine: pmcd hands the profile to the agent
 	// before asking it for values (a whole request refused, as for a
 	// client denied fetches, is refused before any label request too)
-	_, _, flags, _, err := c.fetchRequest(pmids, nil)
+	_, _, flags, buf, err := c.fetchRequest(pmids, nil)
+	retain(buf, &c.dropped)
 	return flags, err
 }

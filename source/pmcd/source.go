@@ -40,9 +40,10 @@ type Options struct {
 	SeriesLimit int
 }
 
-// DefaultSeriesLimit is the default Options.SeriesLimit: ten times the
-// series of a busy host's full pmcd (about 50,000 with proc).
-const DefaultSeriesLimit = 500_000
+// DefaultSeriesLimit is the default Options.SeriesLimit: about twice the
+// series of a busy host's full pmcd (proc included), and what serving
+// costs about 40 MB for.
+const DefaultSeriesLimit = 100_000
 
 // instanceRefresh is how often the instance domains of the fetched metrics
 // are read again even when no unknown instance shows up.
@@ -311,6 +312,7 @@ func (s *Source) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) 
 	defer s.mu.Unlock()
 	now := time.Now()
 	if s.ensure(now) {
+		defer release(&s.c.dropped)
 		deadline := now.Add(s.opts.Timeout)
 		s.flagged = false
 		err := s.fetchLocked(pmids, res, deadline)
@@ -365,7 +367,7 @@ func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadlin
 			s.bufs = append(s.bufs, nil)
 		}
 		p, code, flags, buf, err := c.fetchRequest(pmids[lo:hi], s.bufs[k])
-		s.bufs[k] = retain(buf)
+		s.bufs[k] = retain(buf, &c.dropped)
 		s.flag(flags)
 		if err != nil {
 			return err
