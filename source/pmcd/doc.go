@@ -22,6 +22,11 @@
 // reply buffer over 4 MiB is not kept, and a source serves at most
 // Options.SeriesLimit values and instances, cutting the rest (logged once).
 //
+// pmcd itself is never asked what crashes it: an agent's instance labels
+// only right after a fetch from the agent on the same connection
+// (profile.go), connections closed without a reset, reconnections and
+// metadata reads backed off.
+//
 // The wire protocol is described in docs/pcp-protocol.md of the project's
 // shared documentation (verified against PCP 6.0.3's pmcd).
 package pmcd

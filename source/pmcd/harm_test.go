@@ -279,11 +279,12 @@ func manyValues(pmids []uint32, n int) []byte {
 
 // TestMemoryBoundedByWhatIsServed: in a process of its own (the test
 // binary run again: its peak RSS is its own), a source scraped through the
-// bridge every second reads one 64 MiB reply of junk, or an instance
-// domain of a million instances (a million values per fetch): its peak
-// RSS stays under 100 MB and its RSS is under 50 MB a minute later.
+// bridge every second reads 64 MiB replies of junk for 20 s, or an
+// instance domain of a million instances (a million values per fetch):
+// its peak RSS stays under 100 MB and its RSS is under 50 MB a minute
+// later.
 func TestMemoryBoundedByWhatIsServed(t *testing.T) {
-	longtest.Skip(t, "a minute of scrapes after a 64 MiB reply or a million instances")
+	longtest.Skip(t, "85 s of scrapes of 64 MiB replies of junk or a million instances")
 	if raceEnabled {
 		t.Skip("RSS under the race detector is not the exporter's")
 	}
@@ -293,21 +294,30 @@ func TestMemoryBoundedByWhatIsServed(t *testing.T) {
 		setup func(f *fakePMCD)
 	}{
 		{"junk 64 MiB", 0, func(f *fakePMCD) {
+			// for 20 s from the third fetch (the metadata read's and a
+			// scrape's come first), every fetch is answered by a PDU
+			// announcing 64 MiB and an endless stream of junk
 			var n atomic.Int32
+			var until time.Time
+			var mu sync.Mutex
 			f.fetch = func(c net.Conn, pmids []uint32) bool {
-				// the third fetch: the metadata read's, a scrape's, then junk
-				if n.Add(1) != 3 {
+				mu.Lock()
+				if n.Add(1) == 3 {
+					until = time.Now().Add(20 * time.Second)
+				}
+				junk := time.Now().Before(until)
+				mu.Unlock()
+				if !junk {
 					c.Write(goodResult(pmids))
 					return true
 				}
 				c.Write(be(64<<20-16, pduHighresResult, 0))
 				zeros := make([]byte, 1<<20)
-				for left := 64<<20 - 16 - 12; left > 0; left -= len(zeros) {
-					if _, err := c.Write(zeros[:min(left, len(zeros))]); err != nil {
+				for {
+					if _, err := c.Write(zeros); err != nil {
 						return false
 					}
 				}
-				return true
 			}
 		}},
 		// at the default limit (100,000) the peak is 88 MB, but serving
@@ -346,7 +356,7 @@ func TestMemoryBoundedByWhatIsServed(t *testing.T) {
 
 // TestMemoryChild is TestMemoryBoundedByWhatIsServed's child: it scrapes
 // the fake pmcd at $PCPX_MEMORY_CHILD (series limit $PCPX_MEMORY_LIMIT)
-// every second for 65 s, and prints its peak RSS (VmHWM) and its RSS at
+// every second for 85 s, and prints its peak RSS (VmHWM) and its RSS at
 // the end ($PCPX_MEMORY_PROFILE: a heap profile there).
 func TestMemoryChild(t *testing.T) {
 	addr := os.Getenv("PCPX_MEMORY_CHILD")
@@ -364,7 +374,7 @@ func TestMemoryChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	col := bridge.New(m, nil, bridge.Source{Name: "fake", Src: s})
-	for end := time.Now().Add(65 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+	for end := time.Now().Add(85 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
 		if err := col.WriteText(io.Discard); err != nil {
 			t.Fatal(err)
 		}
@@ -387,4 +397,36 @@ func TestMemoryChild(t *testing.T) {
 		}
 	}
 	fmt.Printf("RSS kB: peak %d end %d\n", status("VmHWM"), status("VmRSS"))
+}
+
+// TestTimedOutConnectionClosedWithoutReset: a fetch that times out drops
+// the connection with a half-close, and pmcd's late answer is read, so
+// pmcd sees the client leave (EOF) rather than a reset: the path of every
+// client's departure, not that of a reset mid-fetch (profile.go).
+func TestTimedOutConnectionClosedWithoutReset(t *testing.T) {
+	f := newFake(t)
+	s := openFake(t, f)
+	seen := make(chan error, 1)
+	f.setFetch(func(c net.Conn, pmids []uint32) bool {
+		time.Sleep(3 * testTimeout) // the source has given up and closed
+		// a closed socket answers the first late write with a reset, which
+		// fails the second
+		c.Write(goodResult(pmids))
+		time.Sleep(100 * time.Millisecond)
+		_, err := c.Write(goodResult(pmids))
+		if err == nil {
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = c.Read(make([]byte, 16))
+		}
+		seen <- err
+		return false
+	})
+	var res source.Result
+	s.Fetch(time.Now(), fakePMIDs, &res)
+	if st := s.Status(time.Now()); st.Reason != source.ReasonDown || !strings.Contains(st.Detail, "no answer in time") {
+		t.Fatalf("status %+v, want down after the timeout", st)
+	}
+	if err := <-seen; err != io.EOF {
+		t.Errorf("pmcd's late answer then read: %v, want EOF (no reset)", err)
+	}
 }
