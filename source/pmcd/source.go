@@ -32,6 +32,9 @@ type Options struct {
 	// Logger receives a line per metadata refresh, and (debug) per change
 	// of connection state (default: discarded).
 	Logger *slog.Logger
+	// Security is the TLS and SASL authentication to use (secure.go; nil:
+	// neither).
+	Security *Security
 }
 
 // instanceRefresh is how often the instance domains of the fetched metrics
@@ -98,6 +101,7 @@ func New(spec string, opts Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	ep.sec = opts.Security
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
