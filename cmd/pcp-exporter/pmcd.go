@@ -20,6 +20,7 @@ type pmcdFlags struct {
 	specs   []string
 	metrics []string
 	timeout time.Duration
+	auth    *authFlags
 }
 
 // addPMCDFlags declares --pmcd (repeatable for serve), --pmcd.metrics and
@@ -33,6 +34,7 @@ func addPMCDFlags(cmd *kingpin.CmdClause, repeatable bool) *pmcdFlags {
 	cmd.Flag("pmcd", help).PlaceHolder("SPEC").StringsVar(&f.specs)
 	cmd.Flag("pmcd.metrics", "Metrics of pmcd to export: a name, subtree or glob (* crosses dots); a leading - excludes (repeatable; default all, less the mmv subtree when the MMV directory is exported directly).").PlaceHolder("PATTERN").StringsVar(&f.metrics)
 	cmd.Flag("pmcd.timeout", "Deadline of connecting to pmcd and of each fetch (a hung PMDA costs a scrape at most this).").Default("5s").DurationVar(&f.timeout)
+	f.auth = addAuthFlags(cmd)
 	return f
 }
 
@@ -59,7 +61,11 @@ func (f *pmcdFlags) options(logger *slog.Logger, excludeMMV bool) (pmcd.Options,
 	if err != nil {
 		return pmcd.Options{}, usagef("--pmcd.metrics: %v", err)
 	}
-	return pmcd.Options{Selection: sel, Timeout: f.timeout, Logger: logger}, nil
+	sec, err := f.auth.security()
+	if err != nil {
+		return pmcd.Options{}, err
+	}
+	return pmcd.Options{Selection: sel, Timeout: f.timeout, Logger: logger, Security: sec}, nil
 }
 
 // openOne opens one pmcd for info and fetch: it must answer now.
