@@ -155,7 +155,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	deadline := start.Add(timeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 	select {
 	case sem <- struct{}{}:
@@ -174,7 +175,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer e.mu.Unlock()
 	var buf bytes.Buffer
 	ok := 1.0
-	if err := e.src.ConnectBy(time.Now().Add(timeout)); err != nil {
+	if err := e.src.ConnectBy(deadline); err != nil {
 		ok = 0
 		h.log.Debug("probe failed", "target", target, "auth", auth, "err", err)
 	} else if err := e.col.Write(&buf, bridge.Format{}); err != nil {
