@@ -161,10 +161,13 @@ func (c *Config) Security(auth string) (*pmcd.Security, error) {
 // Module is the named module ("" is "default" when defined, else all
 // metrics).
 func (c *Config) Module(name string) (Module, error) {
+	if name == "" {
+		name = "default"
+	}
 	if m, ok := c.Modules[name]; ok {
 		return m, nil
 	}
-	if name == "" || name == "default" {
+	if name == "default" {
 		return Module{}, nil
 	}
 	return Module{}, fmt.Errorf("module %q is not in %s (has: %s)", name, c.file, strings.Join(sortedKeys(c.Modules), ", "))
