@@ -49,9 +49,9 @@ probe:
   idle_timeout: 10m
 CONF
 serve() {
-	"$PCPX" serve --web.listen-address=127.0.0.1:$PORT --mmv.dir="$w/mmv" --pmcd.config="$w/pmcd.yml" >"$w/exp.log" 2>&1 &
+	"$PCPX" serve --web.listen-address="127.0.0.1:$PORT" --mmv.dir="$w/mmv" --pmcd.config="$w/pmcd.yml" >"$w/exp.log" 2>&1 &
 	exp=$!
-	pids+=($exp)
+	pids+=("$exp")
 	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/-/healthy" >/dev/null && return; sleep 0.1; done
 	echo "exporter not up" >&2
 	exit 1
@@ -65,6 +65,7 @@ pids+=($!)
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)
+rss=()
 echo "load: $(uptime | sed 's/.*load average/load average/')"
 for n in $((N / 10)) "$N"; do
 	sleep 1
@@ -78,11 +79,10 @@ for n in $((N / 10)) "$N"; do
 	c1=$(cpu "$exp")
 	r=$(rss "$exp")
 	echo "$n targets: exporter RSS $((r / 1024)) MiB, CPU $(echo "($c1 - $c0) / $hz / ($t1 - $t0)" | bc -l | cut -c1-5) cores over the run (first probes read each target's metadata)"
-	eval "rss_$n=$r"
+	rss+=("$r")
 	kill "$exp"
 	wait "$exp" 2>/dev/null || true
 done
 small=$((N / 10))
-eval "a=\$rss_$small b=\$rss_$N"
-echo "RSS per target: $(((b - a) / (N - small))) KiB ($small -> $N targets)"
+echo "RSS per target: $(((rss[1] - rss[0]) / (N - small))) KiB ($small -> $N targets)"
 grep 'unknown requests' "$w/sim.log" | tail -1
