@@ -225,3 +225,47 @@ func FuzzHandshake(f *testing.F) {
 		}
 	})
 }
+
+// TestTLSWithoutSecureAck: a pmcd offering TLS without SECURE_ACK (before
+// PCP 3.9.10) starts TLS right after CREDS, as libpcp expects (no ack is
+// waited for), and the handshake's requests follow inside TLS.
+func TestTLSWithoutSecureAck(t *testing.T) {
+	ca := e2e.NewCA(t, "noack")
+	now := time.Now()
+	files := ca.Issue(t, "server", []string{"127.0.0.1"}, now.Add(-time.Hour), now.Add(time.Hour), false)
+	pair, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []uint32, 1)
+	addr := serveHostile(t, "tcp", func(c net.Conn) {
+		c.Write(greet(featSecure | featHighres))
+		creds := readPDUFrom(c)
+		if creds == nil || binary.BigEndian.Uint32(creds[16:])&0xffff != featSecure {
+			got <- nil
+			return
+		}
+		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{pair}})
+		var types []uint32
+		for len(types) < 2 {
+			p := readPDUFrom(tc)
+			if p == nil {
+				break
+			}
+			types = append(types, binary.BigEndian.Uint32(p[4:]))
+		}
+		tc.Write(mkpdu(pduPMNSIDs, be(1, 1, 2<<22)))
+		got <- types
+		time.Sleep(time.Second)
+	})
+	ep, _ := ParseSpec(addr)
+	ep.sec = &Security{TLS: &tls.Config{RootCAs: pool(t, ca.File)}}
+	c, err := dial(ep, testTimeout, DefaultMaxPDU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.close()
+	if types := <-got; len(types) != 2 || types[0] != pduProfile || types[1] != pduPMNSNames {
+		t.Fatalf("requests after TLS: %x", types)
+	}
+}
