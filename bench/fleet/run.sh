@@ -61,7 +61,8 @@ serve
 "$w/fleet" record -pmcd 127.0.0.1:44411 -o "$w/rec" -- sh -c "for i in 1 2 3; do curl -sf -o /dev/null 'http://127.0.0.1:$PORT/probe?target=PROXY'; sleep 1; done"
 kill "$exp"
 "$w/fleet" sim -f "$w/rec" -n "$N" >"$w/sim.log" 2>&1 &
-pids+=($!)
+sim=$!
+pids+=("$sim")
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)
@@ -71,14 +72,16 @@ for n in $((N / 10)) "$N"; do
 	sleep 1
 	serve
 	c0=$(cpu "$exp")
+	s0=$(cpu "$sim")
 	t0=$(date +%s.%N)
 	d=$DURATION
 	[[ $n == "$N" ]] || d=$SMALL_DURATION
 	"$w/fleet" load -url "http://127.0.0.1:$PORT/probe?target=" -n "$n" -every "$EVERY" -for "$d" | sed "s/^/$n targets: /"
 	t1=$(date +%s.%N)
 	c1=$(cpu "$exp")
+	s1=$(cpu "$sim")
 	r=$(rss "$exp")
-	echo "$n targets: exporter RSS $((r / 1024)) MiB, CPU $(echo "($c1 - $c0) / $hz / ($t1 - $t0)" | bc -l | cut -c1-5) cores over the run (first probes read each target's metadata)"
+	echo "$n targets: exporter RSS $((r / 1024)) MiB, CPU $(echo "($c1 - $c0) / $hz / ($t1 - $t0)" | bc -l | cut -c1-5) cores over the run (first probes read each target's metadata); simulator CPU $(echo "($s1 - $s0) / $hz / ($t1 - $t0)" | bc -l | cut -c1-5) cores"
 	rss+=("$r")
 	kill "$exp"
 	wait "$exp" 2>/dev/null || true
