@@ -156,10 +156,7 @@ func TestInfoPMCDMatchesPminfo(t *testing.T) {
 			units = "none"
 		}
 		help := strings.TrimRight(strings.Join(w.help, "\n"), "\n")
-		ours := g.Help
-		if ours == "" {
-			ours = g.OneLine // pminfo falls back to the one-line text
-		}
+		ours := g.Help // pminfo -T prints pmLookupText(PM_TEXT_HELP): the source must fall back to the one-line text itself
 		if g.PMID != w.pmid || g.OneLine != w.oneline || byDesc[g.Name].Type != pminfoTypes[w.typ] || indom != w.indom || g.Sem != w.sem || units != byDesc[g.Name].Units.StringPCP6() && units != w.units {
 			t.Errorf("%s: ours %s [%s] %s %s %s %q; pminfo %s [%s] %s %s %s %q", g.Name, g.PMID, g.OneLine, g.Type, indom, g.Sem, units, w.pmid, w.oneline, w.typ, w.indom, w.sem, w.units)
 		}
