@@ -209,6 +209,9 @@ func (m *Mapper) Selected(name string) bool {
 func (m *Mapper) baseName(pcp string) (string, bool) {
 	for _, r := range m.cfg.Rename {
 		if r.Match.re == nil {
+			if r.Match.Match(pcp) {
+				return r.Name, true
+			}
 			continue
 		}
 		if idx := r.Match.re.FindStringSubmatchIndex(pcp); idx != nil {

@@ -33,7 +33,7 @@ func addPMCDFlags(cmd *kingpin.CmdClause, repeatable bool) *pmcdFlags {
 		help += " Repeatable: each pmcd is a source (told apart by its hostname label)."
 	}
 	cmd.Flag("pmcd", help).PlaceHolder("SPEC").StringsVar(&f.specs)
-	cmd.Flag("pmcd.metrics", "Metrics of pmcd to export: a name, subtree or glob (* crosses dots); a leading - excludes (repeatable; default all, less the mmv subtree when the MMV directory is exported directly).").PlaceHolder("PATTERN").StringsVar(&f.metrics)
+	cmd.Flag("pmcd.metrics", "Metrics of pmcd to export: a name (with its subtree, as pminfo) or a glob over the whole name (* crosses dots), as the mapping file's include/exclude and ?names=; a leading - excludes (repeatable; default all, less the mmv subtree when the MMV directory is exported directly).").PlaceHolder("PATTERN").StringsVar(&f.metrics)
 	cmd.Flag("pmcd.timeout", "Deadline of connecting to pmcd and of each fetch (a hung PMDA costs a scrape at most this).").Default("5s").DurationVar(&f.timeout)
 	return f
 }

@@ -98,7 +98,7 @@ func serveCommand() command {
 			cmd.Flag("replay.loop", "Start a replay over from --replay.start after the end of the archive (else its last values stay and pcp_exporter_source_up turns 0 with reason \"ended\").").BoolVar(&f.replayLoop)
 			cmd.Flag("demo", "Serve the embedded demo recording in a loop instead of any other source: a 3-minute pmlogger archive (load, CPU, memory, disks, network) of the machine that made this project's test corpus, not this host's data.").BoolVar(&f.demo)
 			cmd.Flag("replay.interp", "Interpolation rule for instant and discrete metrics of replayed and followed archives: nearest (PCP 6.3.2 and later) or prior (PCP 6.3.1 and earlier).").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
-			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels).").PlaceHolder("FILE").StringVar(&f.mappingFile)
+			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels; a pattern is a name with its subtree, as pminfo, a glob, or a /regexp/).").PlaceHolder("FILE").StringVar(&f.mappingFile)
 			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units) or pmproxy (as pmproxy's /metrics).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
 			fullLabelsFlag(cmd, &f.fullLabels)
 			f.derived = addDerivedFlags(cmd)
