@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/source/pmcd"
 )
 
 // TestDemoRefusesOtherSources: --demo serves only the embedded recording,
@@ -78,4 +80,49 @@ func TestBackfillSaysWhatItSkipped(t *testing.T) {
 		}
 	}
 	os.Remove(omFile)
+}
+
+// TestVmstatNoNameClash: every metric of the local pmcd's mem.vmstat
+// (pminfo mem.vmstat) gets a family of its own with the default naming:
+// mem.vmstat.pgscan_direct_total, which loses its "total" to the counter
+// suffix, no longer clashes with mem.vmstat.pgscan_direct (nor
+// pgscan_kswapd_total with pgscan_kswapd) and is dropped.
+func TestVmstatNoNameClash(t *testing.T) {
+	e2e.Require(t, "pminfo")
+	e2e.LockPMCD(t, false)
+	want := strings.Fields(pminfo(t, "mem.vmstat"))
+	if len(want) < 50 {
+		t.Skipf("pminfo mem.vmstat lists %d metrics", len(want))
+	}
+	s, err := pmcd.Open("local:", pmcd.Options{Timeout: 30 * time.Second, Selection: pmcd.Selection{Include: []string{"mem.vmstat"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mapper, err := newMapper("", "default", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams, skipped := mapper.MapAll(s.Metrics(), nil)
+	for _, sk := range skipped {
+		t.Errorf("%s skipped: %s %s", sk.PCPName, sk.Reason, sk.Detail)
+	}
+	got := map[string]string{}
+	for _, f := range fams {
+		got[f.PCPName] = f.Name
+	}
+	for _, n := range want {
+		if got[n] == "" {
+			t.Errorf("%s: no family", n)
+		}
+	}
+	for pcp, name := range map[string]string{
+		"mem.vmstat.pgscan_direct":       "mem_vmstat_pgscan_direct_total",
+		"mem.vmstat.pgscan_direct_total": "mem_vmstat_pgscan_directtotal_total",
+		"mem.vmstat.pgscan_kswapd_total": "mem_vmstat_pgscan_kswapdtotal_total",
+	} {
+		if _, ok := got[pcp]; ok && got[pcp] != name {
+			t.Errorf("%s: %s, want %s", pcp, got[pcp], name)
+		}
+	}
 }
