@@ -19,7 +19,7 @@ type Metric struct {
 	Name    string
 	Desc    semantics.Desc
 	OneLine string // one-line help text, "" if none
-	Help    string // long help text, "" if none
+	Help    string // long help text as pmLookupText(PM_TEXT_HELP) answers it: the one-line text where there is none; "" if neither
 	// Labels are the merged labels of the metric (context < domain < indom <
 	// cluster < item); each Label's Flags carries the level it came from.
 	Labels semantics.LabelSet

@@ -355,7 +355,7 @@ func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *meta
 		c.w.finish()
 	}
 	instLabels := map[semantics.InDom]map[int32]semantics.LabelSet{}
-	return c.exchange(deadline, len(reqs), func(i int, p pdu) error {
+	err = c.exchange(deadline, len(reqs), func(i int, p pdu) error {
 		r := reqs[i]
 		if p.typ == pduError {
 			return ignorePCPError(c.expect(p, pduError))
@@ -413,6 +413,16 @@ func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *meta
 		}
 		return nil
 	})
+	if !labelsOnly {
+		// pmLookupText(PM_TEXT_HELP) answers the one-line text where pmcd
+		// has no long text or an empty one (libpcp's help.c, fallbacktext)
+		for _, d := range descs {
+			if d != nil && help[d.PMID] == "" {
+				help[d.PMID] = oneline[d.PMID]
+			}
+		}
+	}
+	return err
 }
 
 // setInstances records an instance domain's instances (sorted by id) with
