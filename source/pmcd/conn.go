@@ -115,6 +115,8 @@ type conn struct {
 	dropped bool
 	sec     *Security
 	mech    string // the SASL mechanism used
+	// certAsked: pmcd asked for a client certificate and Security has none
+	certAsked bool
 }
 
 // ErrUnsupportedSecurity is returned for a pmcd that requires
@@ -249,7 +251,7 @@ func (c *conn) handshake(timeout time.Duration) error {
 	w.str("pmcd.hostname")
 	w.finish()
 	if _, err := c.c.Write(w.b); err != nil {
-		return fmt.Errorf("pmcd at %s: %w", c.peer, err)
+		return c.peerErr(err)
 	}
 	p, err = c.read()
 	if err != nil {

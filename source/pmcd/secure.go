@@ -7,9 +7,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/sasl"
@@ -121,6 +123,23 @@ func (c *conn) upgrade(flags uint32, deadline time.Time) error {
 		if cfg.ServerName == "" {
 			cfg.ServerName = c.serverName()
 		}
+		if cfg.GetClientCertificate == nil {
+			// as crypto/tls chooses, noting that pmcd asked (it may end
+			// the session on the first write when it gets none)
+			certs := cfg.Certificates
+			cfg.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+				c.certAsked = len(certs) == 0
+				for i := range certs {
+					if cri.SupportsCertificate(&certs[i]) == nil {
+						return &certs[i], nil
+					}
+				}
+				if len(certs) > 0 {
+					return &certs[0], nil
+				}
+				return &tls.Certificate{}, nil
+			}
+		}
 		tc := tls.Client(c.c, cfg)
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		err := tc.HandshakeContext(ctx)
@@ -204,6 +223,12 @@ func (c *conn) peerErr(err error) error {
 	if _, ok := c.c.(recordConn); ok && strings.Contains(err.Error(), "remote error: tls:") {
 		msg := strings.TrimPrefix(err.Error(), "pmcd at "+c.peer+": ")
 		return fmt.Errorf("pmcd at %s ended the TLS session (client certificate missing or not trusted?): %s", c.peer, msg)
+	}
+	// pmcd asked for a client certificate, got none and closed: its alert
+	// can be lost to the reset that meets our first write
+	if _, ok := c.c.(recordConn); ok && c.certAsked && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF)) {
+		msg := strings.TrimPrefix(err.Error(), "pmcd at "+c.peer+": ")
+		return fmt.Errorf("pmcd at %s ended the TLS session: it asked for a client certificate (certificate required) and the auth has none (set the auth's tls cert_file and key_file): %s", c.peer, msg)
 	}
 	if strings.HasPrefix(err.Error(), "pmcd at ") {
 		return err
