@@ -37,6 +37,10 @@ type Record struct {
 	Sets []source.ValueSet
 	Vol  int   // volume number
 	Off  int64 // byte offset of the record in its (uncompressed) volume
+	// first is the record's first metric (0 for a mark), read even when
+	// Only skips its set: the records of one pmlogger fetch group start
+	// with the same metric (Follow's logging interval)
+	first semantics.PMID
 }
 
 // volReader is a window over one volume file. Records are decoded in place.
@@ -565,12 +569,14 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	p += 4
 	out.Sets = out.Sets[:0]
 	out.Mark = np == 0
+	out.first = 0
 	if np == 0 {
 		return nil
 	}
 	if np < 0 || int(np) > (end-p)/8 {
 		return r.ferr(off+int64(p)-4, "numpmid %d does not fit in the %d-byte record", np, n)
 	}
+	out.first = semantics.PMID(be32(rec[p:]))
 	m := r.a.state().meta
 	vals := rb.vals[:0]
 	starts := rb.starts[:0]
