@@ -190,37 +190,41 @@ func TestFollowRestartAndStall(t *testing.T) {
 	t.Logf("served %.3f s after the restart (lag %.3f s); stalled %.1f s after the stop; warning: %s", served-float64(restarted.UnixNano())/1e9, lag, stalledAt.Sub(stopped).Seconds(), strings.Join(warns, " | "))
 }
 
-// TestFollowStartedInFirstInterval: pmlogger logs pmlogconf's default
-// configuration (what pmlogger_check would log) every 30 s into a
-// directory, and `serve --archive DIR` starts 15 s later, within the first
-// logging interval: the first tick's records lie up to seconds apart (the
-// groups are fetched one after the other), which says nothing of the
-// interval. The exporter must follow the archive (not replay it from its
-// start), report it up, and serve the metrics of all its records. About
-// 17 s.
-func TestFollowStartedInFirstInterval(t *testing.T) {
-	bins := requirePmlogger(t, "pmlogconf")
+// TestFollowStartedBetweenTicks: pmlogger logs every 5 s, three records
+// milliseconds apart at each tick (threeGroups; pmlogconf's default
+// configuration has such groups too), and `serve --archive DIR` starts 4 s
+// after a tick. The steps between consecutive records say nothing of the
+// interval: taken for it (a few milliseconds), the archive looked finished
+// and was replayed from its start (issue 37 item 2: at 10 s logging, started
+// 5-6 s after pmlogger). The exporter must follow it and report it up.
+// About 16 s.
+func TestFollowStartedBetweenTicks(t *testing.T) {
+	bins := requirePmlogger(t)
 	dir := t.TempDir()
 	host := filepath.Join(dir, "host")
 	if err := os.Mkdir(host, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "pmlogger.config")
-	if out, err := exec.Command(bins[2], "-q", cfg).CombinedOutput(); err != nil {
-		t.Fatalf("pmlogconf: %v\n%s", err, out)
+	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll(threeGroups, "on 1 sec", "on 5 sec")), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	startPmlogger(t, bins[0], cfg, "30", filepath.Join(host, "20261124.00.00"))
-	time.Sleep(15 * time.Second)
+	startPmlogger(t, bins[0], cfg, "5", filepath.Join(host, "20261124.00.00"))
+	time.Sleep(14 * time.Second) // ticks at 0, 5 and 10 s
 	addr := e2e.FreeAddr(t)
 	base := "http://" + addr
 	out := startExporter(t, http.DefaultClient, base, "serve", "--web.listen-address="+addr, "--archive="+host)
 	if !strings.Contains(out.String(), "following the archives") {
-		t.Errorf("started within pmlogger's first 30 s interval, the directory is not followed:\n%s", out)
+		t.Errorf("started 4 s after a tick of pmlogger's 5 s logging, the directory is not followed:\n%s", out)
 	}
-	// up and following (a lag gauge); the first scrapes may see the
-	// metrics change while pmlogger writes its large .meta
 	src := fmt.Sprintf("source=%q", host)
-	scrapeUntil(t, base, fmt.Sprintf("pcp_exporter_source_up{reason=\"\",%s} 1", src), "pcp_exporter_source_lag_seconds{"+src+"}")
+	body := scrapeUntil(t, base, "pcp_exporter_source_up{")
+	if v, ok := sampleValue(body, "pcp_exporter_source_up{", src, `reason=""`); !ok || v != 1 {
+		t.Errorf("source_up{reason=\"\"} = %v (present %v), want 1:\n%s\nlog:\n%s", v, ok, grepLines(body, "pcp_exporter_source_"), out)
+	}
+	if _, ok := sampleValue(body, "pcp_exporter_source_lag_seconds{", src); !ok {
+		t.Errorf("no lag gauge: not following\n%s", grepLines(body, "pcp_exporter_source_"))
+	}
 }
 
 // grepLines returns the lines of s that start with prefix.

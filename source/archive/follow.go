@@ -134,6 +134,17 @@ func (f *Follow) Writing(now time.Time) bool {
 	return now.Sub(f.end) <= f.stallAfter()
 }
 
+// Truncated returns the zeros the archive followed now ends in, where a
+// record should start (see Archive.Truncated), or nil.
+func (f *Follow) Truncated() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur == nil {
+		return nil
+	}
+	return f.cur.Archives()[0].Truncated()
+}
+
 // Path returns the path followed, as given.
 func (f *Follow) Path() string { return f.path }
 

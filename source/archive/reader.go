@@ -319,6 +319,16 @@ func (r *Reader) read() (bool, error) {
 		return false, v.err
 	}
 	n := int(int32(be32(v.buf[v.r:])))
+	if n == 0 {
+		// zeros where a record should start: the zero-filled tail a
+		// crashed pmlogger (or the file system under it) leaves. libpcp
+		// reads every record before it and no further (PM_ERR_LOGREC
+		// there); so do Readers: the end of the data, reported by
+		// Truncated (an archive being written that grows past the zeros
+		// is not read past them either).
+		r.noteZeros()
+		return false, nil
+	}
 	if n < r.hdrSize+4 || n > maxRecordSize-1 {
 		return false, &FormatError{File: v.s.path, Off: v.off, Msg: fmt.Sprintf("record length %d out of range", n)}
 	}
@@ -347,6 +357,16 @@ func (r *Reader) noteCut() {
 		return
 	}
 	r.a.cut.CompareAndSwap(nil, &FormatError{File: v.s.path, Off: v.off, Msg: cutMsg("data", v.buf[v.r:v.w])})
+}
+
+// noteZeros records, for a finished archive or one being written, the
+// zeros at the position of the volume the reader reads (see Truncated).
+func (r *Reader) noteZeros() {
+	v := r.vol
+	if r.a.cut.Load() != nil {
+		return
+	}
+	r.a.cut.CompareAndSwap(nil, &FormatError{File: v.s.path, Off: v.off, Msg: "zeros where a record should start (a crashed pmlogger's tail?): the records before them are read, none after"})
 }
 
 // setSparse sets whether plain volumes are read record by record (see
@@ -672,6 +692,13 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		dst := vals[base:]
 		vl := rec[p : p+8*nv]
 		p += 8 * nv
+		if typ != -2 && !encodingFits(valfmt, typ) {
+			// libpcp refuses the values (see ErrEncoding)
+			vals = vals[:base]
+			vs.Err = ErrEncoding
+			out.Sets = append(out.Sets, vs)
+			continue
+		}
 		switch valfmt {
 		case semantics.ValInsitu:
 			decodeInsitu(dst, vl, typ)
