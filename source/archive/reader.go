@@ -319,8 +319,8 @@ func (r *Reader) read() (bool, error) {
 		return false, v.err
 	}
 	n := int(int32(be32(v.buf[v.r:])))
-	if n == 0 {
-		// zeros where a record should start: the zero-filled tail a
+	if n == 0 && r.zeroTail() {
+		// only zeros where a record should start: the zero-filled tail a
 		// crashed pmlogger (or the file system under it) leaves. libpcp
 		// reads every record before it and no further (PM_ERR_LOGREC
 		// there); so do Readers: the end of the data, reported by
@@ -357,6 +357,24 @@ func (r *Reader) noteCut() {
 		return
 	}
 	r.a.cut.CompareAndSwap(nil, &FormatError{File: v.s.path, Off: v.off, Msg: cutMsg("data", v.buf[v.r:v.w])})
+}
+
+// zeroCheck is how far past a zero record length the volume must hold only
+// zeros (or end) to be taken for a zero-filled tail.
+const zeroCheck = 64 << 10
+
+// zeroTail reports whether the volume holds only zeros from the position
+// to its end, or for zeroCheck bytes: a zero-filled tail, not a corrupt
+// record length followed by data.
+func (r *Reader) zeroTail() bool {
+	v := r.vol
+	v.fill(zeroCheck)
+	for _, b := range v.buf[v.r:v.w] {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // noteZeros records, for a finished archive or one being written, the
