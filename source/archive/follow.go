@@ -312,10 +312,10 @@ const maxSteps = 9
 // medianInterval returns the median of steps (each from one record of a
 // pmlogger fetch group to the group's next: the records of different groups
 // of one logging tick lie milliseconds apart, so the steps between
-// consecutive records say nothing of the interval), rounded to 10 ms
-// (pmlogger's timers drift by a few; its intervals are whole milliseconds,
-// mostly whole seconds) or, below 100 ms, to the millisecond; 0 with no
-// step (not one group logged twice yet).
+// consecutive records say nothing of the interval), rounded to 100 ms from
+// 1 s, to 10 ms from 100 ms, else to the millisecond (pmlogger's ticks come
+// late by a few milliseconds, tens on a loaded host; its intervals are
+// mostly whole seconds); 0 with no step (not one group logged twice yet).
 func medianInterval(steps []time.Duration) time.Duration {
 	if len(steps) == 0 {
 		return 0
@@ -323,7 +323,10 @@ func medianInterval(steps []time.Duration) time.Duration {
 	s := slices.Clone(steps)
 	slices.Sort(s)
 	m := s[len(s)/2]
-	if m >= 100*time.Millisecond {
+	switch {
+	case m >= time.Second:
+		return m.Round(100 * time.Millisecond)
+	case m >= 100*time.Millisecond:
 		return m.Round(10 * time.Millisecond)
 	}
 	return max(m.Round(time.Millisecond), time.Millisecond)
