@@ -366,7 +366,16 @@ func runServe(f *serveFlags) error {
 	}
 	defer stopPush()
 
-	rl := newReloader(f, append([]bridge.Reconfigurable{col}, pushed...), logger, reg)
+	probes, err := newProbeHandler(f, mapper, logger)
+	if err != nil {
+		return err
+	}
+	targets := append([]bridge.Reconfigurable{col}, pushed...)
+	if probes != nil {
+		defer probes.Close()
+		targets = append([]bridge.Reconfigurable{probes}, targets...) // first: a config that fails changes nothing
+	}
+	rl := newReloader(f, targets, logger, reg)
 	rl.Watch(ctx)
 	// Liveness: a probe of the sources' status takes an MMV directory's
 	// lock; a read stuck holding it fails /-/healthy.
@@ -385,6 +394,9 @@ func runServe(f *serveFlags) error {
 		EnableOpenMetricsTextCreatedSamples: f.omCreated,
 		Registry:                            reg,
 	})))
+	if probes != nil {
+		mux.Handle("/probe", probes)
+	}
 	mux.Handle("/-/healthy", wd.Healthy(logger))
 	// A first read makes the sources ready; a scrape does it too.
 	mux.Handle("/-/ready", &httpd.Readiness{Ready: col.Ready(), Read: func() { col.WriteText(io.Discard) }, Every: time.Second})

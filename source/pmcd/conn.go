@@ -19,6 +19,8 @@ type Endpoint struct {
 	// fallback is tried when a default unix socket is missing (libpcp's
 	// local: tries the socket, then TCP localhost).
 	fallback *Endpoint
+	// sec is the TLS and authentication to use (secure.go).
+	sec *Security
 }
 
 // String is the endpoint as a spec (unix:PATH or HOST:PORT).
@@ -111,11 +113,14 @@ type conn struct {
 	limit int
 	// dropped says a reply buffer too big to keep was dropped (release).
 	dropped bool
+	sec     *Security
+	mech    string // the SASL mechanism used
 }
 
-// ErrUnsupportedSecurity is returned for a pmcd that requires TLS or
-// authentication.
-var ErrUnsupportedSecurity = errors.New("requires TLS/authentication, which is not supported")
+// ErrUnsupportedSecurity is returned for a pmcd that requires
+// authentication or a client certificate the Source is not configured
+// with (Options.Security).
+var ErrUnsupportedSecurity = errors.New("requires authentication this client is not configured for")
 
 // dial connects to ep and runs the handshake within timeout.
 func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
@@ -123,7 +128,9 @@ func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	c, err := d.Dial(ep.Network, ep.Address)
 	if err != nil && ep.fallback != nil && ep.Network == "unix" {
 		if _, serr := os.Stat(ep.Address); serr != nil {
-			return dial(*ep.fallback, timeout, max)
+			fb := *ep.fallback
+			fb.sec = ep.sec
+			return dial(fb, timeout, max)
 		}
 	}
 	if err != nil {
@@ -132,7 +139,7 @@ func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	cn := &conn{c: c, r: bufio.NewReaderSize(c, 64<<10), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1)}
+	cn := &conn{c: c, r: bufio.NewReaderSize(c, 64<<10), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1), sec: ep.sec}
 	if err := cn.handshake(timeout); err != nil {
 		c.Close()
 		return nil, err
@@ -208,20 +215,27 @@ func (c *conn) handshake(timeout time.Duration) error {
 	c.features = info & 0xffff
 	var flags uint32
 	if c.features&featCredsReqd != 0 {
-		if !c.unix {
-			return fmt.Errorf("pmcd at %s %w (it asks for credentials: use its unix socket)", c.peer, ErrUnsupportedSecurity)
+		if !c.unix && !c.authConfigured() {
+			return fmt.Errorf("pmcd at %s %w (it asks for credentials: configure SASL or use its unix socket)", c.peer, ErrUnsupportedSecurity)
 		}
 		flags |= featCredsReqd
 	}
-	if c.features&featCertReqd != 0 && !c.unix && !isLoopback(c.c.RemoteAddr()) {
-		return fmt.Errorf("pmcd at %s %w (it requires a client certificate)", c.peer, ErrUnsupportedSecurity)
+	secure, err := c.secureFlags()
+	if err != nil {
+		return err
 	}
+	flags |= secure
 	w := &c.w
 	w.b = w.b[:0]
 	w.begin(pduCreds)
 	w.u32(1)
 	w.u32(1<<24 | 2<<16 | flags)
 	w.finish()
+	if secure&^featCertReqd != 0 {
+		if err := c.upgrade(flags, time.Now().Add(timeout)); err != nil {
+			return err
+		}
+	}
 	w.begin(pduProfile)
 	w.u32(0) // ctxid
 	w.u32(0) // include everything
@@ -242,7 +256,7 @@ func (c *conn) handshake(timeout time.Duration) error {
 		if isTimeout(err) {
 			return fmt.Errorf("pmcd at %s: no answer to the handshake within %v", c.peer, timeout)
 		}
-		return err
+		return c.peerErr(err)
 	}
 	switch p.typ {
 	case pduPMNSIDs:
@@ -255,8 +269,14 @@ func (c *conn) handshake(timeout time.Duration) error {
 		if code == -12357 { // PM_ERR_NAME: a pmcd without pmcd.hostname still answered
 			return nil
 		}
+		if c.authConfigured() {
+			return c.authError(code)
+		}
 		return fmt.Errorf("pmcd at %s refused the client's credentials or profile: %v", c.peer, pmErr(code))
 	case pduAttr:
+		if c.authConfigured() {
+			return fmt.Errorf("pmcd at %s: the SASL exchange went on after %s completed", c.peer, c.mech)
+		}
 		return fmt.Errorf("pmcd at %s %w (it started an authentication exchange)", c.peer, ErrUnsupportedSecurity)
 	}
 	return &FormatError{Peer: c.peer, PDU: pduName(p.typ), Offset: 4, Msg: "unexpected reply to the handshake"}

@@ -1,6 +1,7 @@
 // Package pmcd is a source.Source over a running pmcd, speaking PCP's
 // client protocol in pure Go (no libpcp): the handshake over pmcd's unix
-// socket or TCP, the namespace traversal, descriptors, instance domains,
+// socket or TCP (with TLS and SASL authentication when configured,
+// secure.go), the namespace traversal, descriptors, instance domains,
 // help text and labels (read once, cached, and read again only when pmcd
 // flags a change in a fetch reply: after a namespace change alone, only
 // what is new to the selection, load.go), and the fetch of every selected metric

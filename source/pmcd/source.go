@@ -38,6 +38,9 @@ type Options struct {
 	// left out (source.Limited), with a log line when the cutting starts
 	// and one when it stops.
 	SeriesLimit int
+	// Security is the TLS and SASL authentication to use (secure.go; nil:
+	// neither).
+	Security *Security
 }
 
 // DefaultSeriesLimit is the default Options.SeriesLimit: about twice the
@@ -124,6 +127,7 @@ func New(spec string, opts Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	ep.sec = opts.Security
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
