@@ -32,7 +32,7 @@ type replayFlags struct {
 func replayCommand() command {
 	return command{
 		name: "replay",
-		help: "Print the values of archives interpolated at regular times, as libpcp's interpolation mode gives them. CSV columns: time,metric,instance_id,instance,value, each instance named as at the sample's time. An archive whose last record is cut short is reported on stderr after the values before it.",
+		help: "Print the values of archives interpolated at regular times, as libpcp's interpolation mode gives them. CSV columns: time,metric,instance_id,instance,value, each instance named as at the sample's time. An archive whose last record is cut short, or whose volume ends in zeros (a crashed pmlogger's tail), is reported on stderr after the values before it; a value logged in an encoding its metric's type contradicts ends the output with libpcp's \"Corrupted record\" error.",
 		setup: func(cmd *kingpin.CmdClause) func() error {
 			f := &replayFlags{}
 			cmd.Flag("start", "First sample time: RFC 3339, or +DURATION after the archive's start.").Default("+0s").StringVar(&f.start)

@@ -216,6 +216,9 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 			} else {
 				logger.Info("following the archives pmlogger writes", "path", fo.Path())
 			}
+			if err := fo.Truncated(); err != nil {
+				logger.Warn("archive ends early: serving the records before", "err", err)
+			}
 			srcs = append(srcs, bridge.Source{Name: fo.Path(), Src: src})
 		}
 	}
@@ -279,6 +282,13 @@ func openReplay(f *serveFlags, replayed []string, loop bool, rule semantics.Inte
 	}
 	if err := checkWindow(start, time.Time{}, rp.Start(), end, "replay.start", ""); err != nil {
 		return fail(err)
+	}
+	// found while looking for the end: a last record cut short, a
+	// zero-filled tail (the records before are served, as libpcp does)
+	for _, a := range as {
+		if err := a.Truncated(); err != nil {
+			logger.Warn("archive ends early: serving the records before", "err", err)
+		}
 	}
 	clock := &bridge.ReplayClock{Start: start, Speed: f.replaySpeed, Loop: loop, End: rp.End}
 	// derived metrics outermost, where a reload finds and replaces them

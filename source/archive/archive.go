@@ -192,9 +192,11 @@ func cutMsg(what string, rec []byte) string {
 }
 
 // Truncated returns the error of a record cut short at the end of a volume
-// of a finished archive (opened with Open), the first one a Reader met:
-// Readers end there as at the end of the data, as libpcp reports
-// PM_ERR_LOGREC after the records before it. nil when none was met.
+// of a finished archive (opened with Open), or of zeros where a record
+// should start (in any archive: a crashed pmlogger's zero-filled tail), the
+// first one a Reader met: Readers end there as at the end of the data, as
+// libpcp reports PM_ERR_LOGREC after the records before it. nil when none
+// was met.
 func (a *Archive) Truncated() error {
 	if e := a.cut.Load(); e != nil {
 		return e

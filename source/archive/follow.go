@@ -74,9 +74,13 @@ type Follow struct {
 	starts  map[string]time.Time // label starts of a directory's archives
 	cur     *Replay
 	curBase string
-	tail    *Reader     // cur's records' framing, read as they come
-	times   []time.Time // the last record times (interval estimate)
-	prev    *Replay     // the archive before cur, for its instances
+	tail    *Reader // cur's records' framing, read as they come
+	// the logging interval estimate: each fetch group's last record time
+	// (a group's records start with the same metric) and the last steps
+	// of the groups
+	groupLast map[semantics.PMID]time.Time
+	steps     []time.Duration
+	prev      *Replay // the archive before cur, for its instances
 	// metaSize is the size of cur's .meta when its metrics were last
 	// compared with the replay's
 	metaSize int64
@@ -110,7 +114,7 @@ type pendingRecord struct {
 // names nothing yet is no error: Status says it is missing until it
 // appears.
 func NewFollow(path string, opts FollowOptions) *Follow {
-	f := &Follow{path: path, opts: opts, starts: map[string]time.Time{}, kept: map[semantics.PMID][]source.InstValue{}}
+	f := &Follow{path: path, opts: opts, starts: map[string]time.Time{}, kept: map[semantics.PMID][]source.InstValue{}, groupLast: map[semantics.PMID]time.Time{}}
 	f.poll(time.Now())
 	return f
 }
@@ -128,6 +132,17 @@ func (f *Follow) Writing(now time.Time) bool {
 		return true
 	}
 	return now.Sub(f.end) <= f.stallAfter()
+}
+
+// Truncated returns the zeros the archive followed now ends in, where a
+// record should start (see Archive.Truncated), or nil.
+func (f *Follow) Truncated() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur == nil {
+		return nil
+	}
+	return f.cur.Archives()[0].Truncated()
 }
 
 // Path returns the path followed, as given.
@@ -154,7 +169,7 @@ func (f *Follow) poll(now time.Time) {
 		if f.cur == nil {
 			f.missing = err
 		}
-	} else if f.cur == nil || (base != f.curBase && BaseName(base) != BaseName(f.curBase)) {
+	} else if f.cur == nil || base != f.curBase {
 		start, ok := f.starts[base]
 		if !ok {
 			if l, err := readLabel(base + ".meta"); err == nil {
@@ -202,7 +217,8 @@ func (f *Follow) reopen() {
 	f.tail.Close()
 	f.tail = rp.Archives()[0].Records()
 	f.tail.Only(func(semantics.PMID) bool { return false })
-	f.times = f.times[:0]
+	clear(f.groupLast)
+	f.steps = f.steps[:0]
 	if f.vals != nil { // read again from the start at the next fetch
 		f.vals.Close()
 		f.vals, f.npend = nil, 0
@@ -240,7 +256,9 @@ func (f *Follow) use(rp *Replay, base string, now time.Time) {
 	f.prev, f.cur, f.curBase, f.missing = f.cur, rp, base, nil
 	f.tail = rp.Archives()[0].Records()
 	f.tail.Only(func(semantics.PMID) bool { return false })
-	f.end, f.grown, f.times = rp.Start(), now, f.times[:0]
+	f.end, f.grown = rp.Start(), now
+	clear(f.groupLast)
+	f.steps = f.steps[:0]
 	f.epoch++
 }
 
@@ -255,13 +273,16 @@ func (f *Follow) readTail(now time.Time) {
 	for f.tail.Next() {
 		rec := f.tail.Record()
 		if rec.Mark {
-			f.times = f.times[:0]
+			clear(f.groupLast)
 			continue
 		}
-		f.times = append(f.times, rec.Time)
-		if len(f.times) > 9 {
-			f.times = append(f.times[:0], f.times[len(f.times)-9:]...)
+		if last, ok := f.groupLast[rec.first]; ok && rec.Time.After(last) {
+			f.steps = append(f.steps, rec.Time.Sub(last))
+			if len(f.steps) > maxSteps {
+				f.steps = append(f.steps[:0], f.steps[len(f.steps)-maxSteps:]...)
+			}
 		}
+		f.groupLast[rec.first] = rec.Time
 		if rec.Time.After(f.end) {
 			f.end = rec.Time
 			n++
@@ -279,29 +300,36 @@ func (f *Follow) readTail(now time.Time) {
 		}
 	}
 	f.polled = now
-	if iv := medianStep(f.times, a.Label().Start); iv > 0 {
+	if iv := medianInterval(f.steps); iv > 0 {
 		f.interval = iv
 	}
 }
 
-// medianStep returns the median time between consecutive times, leaving
-// out the step from pmlogger's opening record (at the archive's start) to
-// the first sample; 0 with no step.
-func medianStep(times []time.Time, start time.Time) time.Duration {
-	var steps []time.Duration
-	for i := 1; i < len(times); i++ {
-		if times[i-1].Sub(start) < 100*time.Millisecond {
-			continue
-		}
-		if d := times[i].Sub(times[i-1]); d > 0 {
-			steps = append(steps, d)
-		}
-	}
+// maxSteps is how many of the last steps of fetch groups the logging
+// interval is estimated from.
+const maxSteps = 9
+
+// medianInterval returns the median of steps (each from one record of a
+// pmlogger fetch group to the group's next: the records of different groups
+// of one logging tick lie milliseconds apart, so the steps between
+// consecutive records say nothing of the interval), rounded to 100 ms from
+// 1 s, to 10 ms from 100 ms, else to the millisecond (pmlogger's ticks come
+// late by a few milliseconds, tens on a loaded host; its intervals are
+// mostly whole seconds); 0 with no step (not one group logged twice yet).
+func medianInterval(steps []time.Duration) time.Duration {
 	if len(steps) == 0 {
 		return 0
 	}
-	sort.Slice(steps, func(i, j int) bool { return steps[i] < steps[j] })
-	return steps[len(steps)/2]
+	s := slices.Clone(steps)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	switch {
+	case m >= time.Second:
+		return m.Round(100 * time.Millisecond)
+	case m >= 100*time.Millisecond:
+		return m.Round(10 * time.Millisecond)
+	}
+	return max(m.Round(time.Millisecond), time.Millisecond)
 }
 
 // delay is the distance of the served time behind the wall clock.
@@ -313,6 +341,14 @@ func (f *Follow) delay() time.Duration {
 		return FollowMargin
 	}
 	return f.interval + FollowMargin
+}
+
+// intervalText says the logging interval, or that it is not known yet.
+func intervalText(iv time.Duration) string {
+	if iv == 0 {
+		return "not known yet (no metric logged twice), taken as " + defaultInterval.String()
+	}
+	return iv.String()
 }
 
 func (f *Follow) loggingInterval() time.Duration {
@@ -528,7 +564,9 @@ func (f *Follow) Status(now time.Time) source.Status {
 	}
 	if d := now.Sub(f.grown); d > f.stallAfter() {
 		st.Reason = source.ReasonStalled
-		st.Detail = fmt.Sprintf("%s: no record added for %s (logging interval %s; last record %s)", f.curBase, d.Round(time.Second), f.loggingInterval(), f.end.UTC().Format(time.RFC3339))
+		// the same words for the whole stall: one log line per change of
+		// state, not one per scrape
+		st.Detail = fmt.Sprintf("%s: no record added since %s (for more than %s: logging interval %s; last record %s)", f.curBase, f.grown.UTC().Format(time.RFC3339), f.stallAfter(), intervalText(f.interval), f.end.UTC().Format(time.RFC3339))
 	}
 	return st
 }

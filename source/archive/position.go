@@ -231,6 +231,9 @@ func (r *Replay) applyPrior(rec *Record, tThis float64, missing []*icp) {
 		set := &rec.Sets[i]
 		pm := r.pms[set.PMID]
 		if pm == nil || set.Err != nil {
+			if pm != nil && set.Err == ErrEncoding {
+				r.corrupt = true // libpcp's update_bounds: PM_ERR_LOGREC
+			}
 			continue
 		}
 		for j := range set.Values {

@@ -37,6 +37,10 @@ type Record struct {
 	Sets []source.ValueSet
 	Vol  int   // volume number
 	Off  int64 // byte offset of the record in its (uncompressed) volume
+	// first is the record's first metric (0 for a mark), read even when
+	// Only skips its set: the records of one pmlogger fetch group start
+	// with the same metric (Follow's logging interval)
+	first semantics.PMID
 }
 
 // volReader is a window over one volume file. Records are decoded in place.
@@ -315,6 +319,16 @@ func (r *Reader) read() (bool, error) {
 		return false, v.err
 	}
 	n := int(int32(be32(v.buf[v.r:])))
+	if n == 0 && r.zeroTail() {
+		// only zeros where a record should start: the zero-filled tail a
+		// crashed pmlogger (or the file system under it) leaves. libpcp
+		// reads every record before it and no further (PM_ERR_LOGREC
+		// there); so do Readers: the end of the data, reported by
+		// Truncated (an archive being written that grows past the zeros
+		// is not read past them either).
+		r.noteZeros()
+		return false, nil
+	}
 	if n < r.hdrSize+4 || n > maxRecordSize-1 {
 		return false, &FormatError{File: v.s.path, Off: v.off, Msg: fmt.Sprintf("record length %d out of range", n)}
 	}
@@ -343,6 +357,34 @@ func (r *Reader) noteCut() {
 		return
 	}
 	r.a.cut.CompareAndSwap(nil, &FormatError{File: v.s.path, Off: v.off, Msg: cutMsg("data", v.buf[v.r:v.w])})
+}
+
+// zeroCheck is how far past a zero record length the volume must hold only
+// zeros (or end) to be taken for a zero-filled tail.
+const zeroCheck = 64 << 10
+
+// zeroTail reports whether the volume holds only zeros from the position
+// to its end, or for zeroCheck bytes: a zero-filled tail, not a corrupt
+// record length followed by data.
+func (r *Reader) zeroTail() bool {
+	v := r.vol
+	v.fill(zeroCheck)
+	for _, b := range v.buf[v.r:v.w] {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// noteZeros records, for a finished archive or one being written, the
+// zeros at the position of the volume the reader reads (see Truncated).
+func (r *Reader) noteZeros() {
+	v := r.vol
+	if r.a.cut.Load() != nil {
+		return
+	}
+	r.a.cut.CompareAndSwap(nil, &FormatError{File: v.s.path, Off: v.off, Msg: "zeros where a record should start (a crashed pmlogger's tail?): the records before them are read, none after"})
 }
 
 // setSparse sets whether plain volumes are read record by record (see
@@ -565,12 +607,14 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	p += 4
 	out.Sets = out.Sets[:0]
 	out.Mark = np == 0
+	out.first = 0
 	if np == 0 {
 		return nil
 	}
 	if np < 0 || int(np) > (end-p)/8 {
 		return r.ferr(off+int64(p)-4, "numpmid %d does not fit in the %d-byte record", np, n)
 	}
+	out.first = semantics.PMID(be32(rec[p:]))
 	m := r.a.state().meta
 	vals := rb.vals[:0]
 	starts := rb.starts[:0]
@@ -666,6 +710,13 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		dst := vals[base:]
 		vl := rec[p : p+8*nv]
 		p += 8 * nv
+		if typ != -2 && !encodingFits(valfmt, typ) {
+			// libpcp refuses the values (see ErrEncoding)
+			vals = vals[:base]
+			vs.Err = ErrEncoding
+			out.Sets = append(out.Sets, vs)
+			continue
+		}
 		switch valfmt {
 		case semantics.ValInsitu:
 			decodeInsitu(dst, vl, typ)

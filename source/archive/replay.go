@@ -55,6 +55,9 @@ type Replay struct {
 	archives   []*Archive
 	opts       ReplayOptions
 	start      time.Time // label start of the first archive: time origin
+	// corrupt: a record read for this fetch holds a value set of a metric
+	// asked whose encoding contradicts its type (ErrEncoding)
+	corrupt bool
 
 	metrics []source.Metric
 	descs   map[semantics.PMID]semantics.Desc
@@ -520,6 +523,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		}
 	}
 	seenMark := false
+	r.corrupt = false
 	if !r.fetched {
 		if err := r.position(t, tReq); err != nil {
 			r.reset() // the feed and the bounds of the failed attempt
@@ -590,6 +594,12 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		if err := r.searchForward(tReq, forw, &seenMark); err != nil {
 			return r.failed(err)
 		}
+	}
+	if r.corrupt {
+		// as libpcp: the fetch fails, and the next one starts afresh
+		r.corrupt = false
+		r.reset()
+		return fmt.Errorf("%s: a record read for %s holds a value encoded against its metric's type: %w", r.archives[0].Path(), t.UTC().Format(time.RFC3339Nano), semantics.PMError(pmErrLogRec))
 	}
 	if !r.feed.sparse && r.moved >= sparseRun {
 		r.wouldPass = r.lastSupplied()

@@ -354,6 +354,9 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 		set := &w.sets[i]
 		pm := r.pmAt(&r.setHint, i, set.PMID)
 		if pm == nil || set.Err != nil {
+			if pm != nil && set.Err == ErrEncoding {
+				r.corrupt = true // libpcp's update_bounds: PM_ERR_LOGREC
+			}
 			continue
 		}
 		if i < len(next) && next[i].PMID == set.PMID && next[i].Err == nil && sameInstances(next[i].Values, set.Values) {

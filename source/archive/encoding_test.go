@@ -1,0 +1,152 @@
+package archive
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source"
+)
+
+// Value sets whose encoding contradicts their metric's descriptor (issue
+// 37 item 5), in two archives of PCP's QA: libpcp refuses them.
+
+// TestEncodingRefusedRaw: read as is, the value sets libpcp's pmExtractValue
+// refuses (PM_ERR_CONV: testdata/pcp-qa/*.conv.txt, written by
+// extract_conv.py with python3-pcp 6.0.3: 2 of 2 values of logsummary-bug,
+// 938 of 2,251 of archive-20141125-000009) are those the Reader gives
+// ErrEncoding, and no other.
+func TestEncodingRefusedRaw(t *testing.T) {
+	for _, name := range []string{"logsummary-bug", "archive-20141125-000009"} {
+		t.Run(name, func(t *testing.T) {
+			want := map[string]bool{}
+			f, err := os.Open(filepath.Join(qaDir, name+".conv.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(f)
+			for sc.Scan() {
+				if fs := strings.Fields(sc.Text()); len(fs) == 3 {
+					want[fs[0]+" "+fs[1]] = true
+				}
+			}
+			f.Close()
+			a := openQA(t, name)
+			r := a.Records()
+			defer r.Close()
+			got := map[string]bool{}
+			values := 0
+			for r.Next() {
+				rec := r.Record()
+				for _, s := range rec.Sets {
+					values += len(s.Values)
+					if s.Err == nil {
+						continue
+					}
+					if !errors.Is(s.Err, semantics.PMError(pmErrConv)) {
+						continue // an error code pmlogger logged
+					}
+					if s.Err != ErrEncoding || len(s.Values) > 0 {
+						t.Errorf("%v %s: %v with %d values", rec.Time, a.Name(s.PMID), s.Err, len(s.Values))
+					}
+					got[fmt.Sprintf("%d.%06d %s", rec.Time.Unix(), rec.Time.Nanosecond()/1000, a.Name(s.PMID))] = true
+				}
+			}
+			if err := r.Err(); err != nil {
+				t.Fatal(err)
+			}
+			var missing, extra []string
+			for k := range want {
+				if !got[k] {
+					missing = append(missing, k)
+				}
+			}
+			for k := range got {
+				if !want[k] {
+					extra = append(extra, k)
+				}
+			}
+			slices.Sort(missing)
+			slices.Sort(extra)
+			if len(missing) > 0 || len(extra) > 0 || len(want) == 0 {
+				t.Errorf("value sets refused: %d, libpcp %d; not refused %.5q; refused though libpcp reads them %.5q", len(got), len(want), missing, extra)
+			}
+			t.Logf("%d value sets refused as libpcp does; %d values read", len(got), values)
+		})
+	}
+}
+
+// TestEncodingRefusedInterpolating: an interpolating fetch whose search for
+// bounds meets such a value set of a metric asked fails with PM_ERR_LOGREC,
+// as libpcp's; the other metrics interpolate. In testdata/pcp-qa (TZ=UTC):
+//
+//	pmval -a logsummary-bug -t 5sec kernel.all.cpu.wait.total
+//	  -> no value, "pmval: pmFetch: Corrupted record in a PCP archive log"
+//	pmval -a archive-20141125-000009 -t 60sec -S @02:00:00 mem.util.used
+//	  -> 02:00:00.000 and 02:01:00.000 "No values available", then
+//	     "pmval: pmFetch: Corrupted record in a PCP archive log"
+//	pmval -a archive-20141125-000009 -t 60sec -S @02:00:00 -f 0 kernel.all.nprocs
+//	  -> none at 02:00-02:03, then 1318729152 33 33 33 1318793088, none at 02:09
+func TestEncodingRefusedInterpolating(t *testing.T) {
+	at := func(s string) time.Time {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	for _, c := range []struct {
+		archive, metric string
+		start           time.Time // zero: the archive's start
+		step            time.Duration
+		want            []string // values per fetch; "corrupt": the fetch fails, and the last
+	}{
+		{"logsummary-bug", "kernel.all.cpu.wait.total", time.Time{}, 5 * time.Second, []string{"corrupt"}},
+		{"archive-20141125-000009", "mem.util.used", at("2014-11-24T02:00:00Z"), time.Minute, []string{"", "", "corrupt"}},
+		{"archive-20141125-000009", "kernel.all.nprocs", at("2014-11-24T02:00:00Z"), time.Minute,
+			[]string{"", "", "", "", "1318729152", "33", "33", "33", "1318793088", ""}},
+	} {
+		a := openQA(t, c.archive)
+		rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: semantics.InterpPrior})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := a.Lookup(c.metric)
+		if !ok {
+			t.Fatalf("%s: no %s", c.archive, c.metric)
+		}
+		start := c.start
+		if start.IsZero() {
+			start = rp.Start()
+		}
+		var got []string
+		for i := range c.want {
+			var res source.Result
+			err := rp.Fetch(start.Add(time.Duration(i)*c.step), []semantics.PMID{p}, &res)
+			if err != nil {
+				if !errors.Is(err, semantics.PMError(pmErrLogRec)) || !strings.Contains(err.Error(), c.archive) {
+					t.Errorf("%s %s: fetch %d: %v, want Corrupted record naming the archive", c.archive, c.metric, i, err)
+				}
+				got = append(got, "corrupt")
+				break
+			}
+			v := ""
+			if len(res.Sets) == 1 && res.Sets[0].Err == nil && len(res.Sets[0].Values) == 1 {
+				v = strconv.FormatFloat(res.Sets[0].Values[0].Value.Float64(), 'f', -1, 64)
+			}
+			got = append(got, v)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %s: %q, libpcp %q", c.archive, c.metric, got, c.want)
+		}
+		rp.Close()
+	}
+}
