@@ -114,7 +114,7 @@ type Family struct {
 	UCUM string
 
 	naming             Naming
-	node               bool // a NodeSource family: named verbatim, labelled by its instances
+	node               bool        // a NodeSource family: named verbatim, labelled by its instances
 	altName, altOMName string      // fallback names when Name or OMName clash
 	integer            bool        // values print as exact integers
 	labels             []LabelPair // raw PCP metric labels, flattened
