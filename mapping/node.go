@@ -106,6 +106,7 @@ var nodeFamilies = func() []nodeFamily {
 	for _, m := range [][2]string{{"HugePages_Total", "hugepagesTotal"}, {"HugePages_Free", "hugepagesFree"}, {"HugePages_Rsvd", "hugepagesRsvd"}, {"HugePages_Surp", "hugepagesSurp"}} {
 		add(nodeSimple("node_memory_"+m[0], Gauge, "mem.util."+m[1], "Memory information field "+m[0]+"."))
 	}
+	add(nodeSimple("node_memory_Hugepagesize_bytes", Gauge, "hinv.hugepagesize", "Memory information field Hugepagesize_bytes."))
 
 	// diskstats: whole disks (disk.dev, as node_exporter's default device
 	// exclusion leaves them) and md devices, by kernel name
@@ -179,6 +180,7 @@ var nodeFamilies = func() []nodeFamily {
 		nodeSimple("node_pressure_io_stalled_seconds_total", Counter, "kernel.all.pressure.io.full.total", "Total time in seconds no process could make progress due to IO congestion"),
 		nodeSimple("node_pressure_memory_waiting_seconds_total", Counter, "kernel.all.pressure.memory.some.total", "Total time in seconds that processes have waited for memory"),
 		nodeSimple("node_pressure_memory_stalled_seconds_total", Counter, "kernel.all.pressure.memory.full.total", "Total time in seconds no process could make progress due to memory congestion"),
+		nodeSimple("node_pressure_irq_stalled_seconds_total", Counter, "kernel.all.pressure.irq.full.total", "Total time in seconds no process could make progress due to IRQ congestion"),
 	)
 
 	// vmstat: node_exporter's default fields (oom_kill|pgpg.*|pswp.*|pg.*fault)
@@ -195,7 +197,7 @@ var nodeFamilies = func() []nodeFamily {
 		{"TcpExt_ListenDrops", "tcp.listendrops"}, {"TcpExt_ListenOverflows", "tcp.listenoverflows"},
 		{"TcpExt_SyncookiesFailed", "tcp.syncookiesfailed"}, {"TcpExt_SyncookiesRecv", "tcp.syncookiesrecv"},
 		{"TcpExt_SyncookiesSent", "tcp.syncookiessent"}, {"TcpExt_TCPSynRetrans", "tcp.synretrans"},
-		{"TcpExt_TCPTimeouts", "tcp.timeouts"},
+		{"TcpExt_TCPTimeouts", "tcp.timeouts"}, {"TcpExt_TCPOFOQueue", "tcp.ofoqueue"}, {"TcpExt_TCPRcvQDrop", "tcp.tcprcvqdrop"},
 		{"Tcp_ActiveOpens", "tcp.activeopens"}, {"Tcp_CurrEstab", "tcp.currestab"}, {"Tcp_InErrs", "tcp.inerrs"},
 		{"Tcp_InSegs", "tcp.insegs"}, {"Tcp_OutRsts", "tcp.outrsts"}, {"Tcp_OutSegs", "tcp.outsegs"},
 		{"Tcp_PassiveOpens", "tcp.passiveopens"}, {"Tcp_RetransSegs", "tcp.retranssegs"},
@@ -225,7 +227,7 @@ var nodeFamilies = func() []nodeFamily {
 	}
 
 	// softnet: /proc/net/softnet_stat per CPU
-	for _, s := range [][2]string{{"processed", "processed"}, {"dropped", "dropped"}, {"times_squeezed", "time_squeeze"}} {
+	for _, s := range [][2]string{{"processed", "processed"}, {"dropped", "dropped"}, {"times_squeezed", "time_squeeze"}, {"received_rps", "received_rps"}, {"flow_limit_count", "flow_limit_count"}} {
 		add(nodeFamily{name: "node_softnet_" + s[0] + "_total", typ: Counter, help: "Number of " + strings.ReplaceAll(s[0], "_", " ") + " packets", parts: []nodePart{{pcp: "network.softnet.percpu." + s[1], label: "cpu", trim: "cpu"}}})
 	}
 
