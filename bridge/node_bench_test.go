@@ -18,7 +18,7 @@ import (
 // computed from one fetch of their sources, the other metrics as default).
 func BenchmarkPMCDScrapeNodeNaming(b *testing.B) {
 	e2e.Require(b, "pminfo")
-	s, err := pmcd.Open("local:", pmcd.Options{Selection: pmcd.Selection{Exclude: []string{"proc", "hotproc", "acct", "mmv", "cgroup"}}})
+	s, err := pmcd.Open("local:", pmcd.Options{Selection: pmcd.Selection{Exclude: []string{"proc", "hotproc", "acct", "mmv", "cgroup"}}, Timeout: 30 * time.Second, MetadataTimeout: 3 * time.Minute})
 	if err != nil {
 		if e2e.Mandatory() {
 			b.Fatal(err)
