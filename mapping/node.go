@@ -329,3 +329,28 @@ func StripNode(src source.Source) source.Source {
 	}
 	return src
 }
+
+// nodeLabelNames are the label names of a node family's series (none for
+// another family).
+func (f *Family) nodeLabelNames() []string {
+	if !f.node {
+		return nil
+	}
+	i, ok := nodeFamilyIndex[f.Name]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, p := range nodeFamilies[i].parts {
+		if p.label != "" {
+			out = append(out, p.label)
+		}
+		for _, c := range p.consts {
+			out = append(out, c.Name)
+		}
+		for _, j := range p.joins {
+			out = append(out, j.label)
+		}
+	}
+	return out
+}
