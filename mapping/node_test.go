@@ -174,3 +174,50 @@ func instName(src source.Source, indom semantics.InDom, id int32) string {
 	}
 	return ""
 }
+
+// churnSource is a host whose one network interface is a new one at
+// every fetch (a container host's veth devices).
+type churnSource struct{ n int32 }
+
+var churnIndom = semantics.NewInDom(60, 3)
+
+func (c *churnSource) Metrics() []source.Metric {
+	return churnMetrics
+}
+
+var churnMetrics = []source.Metric{{Name: "network.interface.in.bytes", Desc: semantics.Desc{PMID: semantics.NewPMID(60, 3, 0), Type: semantics.TypeU64, InDom: churnIndom, Sem: semantics.SemCounter, Units: semantics.Units{DimSpace: 1}}}}
+
+func (c *churnSource) Instances(semantics.InDom) []source.Instance {
+	return []source.Instance{{ID: c.n, Name: fmt.Sprintf("veth%d", c.n)}}
+}
+func (c *churnSource) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) error {
+	c.n++
+	res.Sets = []source.ValueSet{{PMID: pmids[0], Values: []source.InstValue{{Inst: c.n, Value: semantics.Uint64Value(uint64(c.n))}}}}
+	return nil
+}
+func (c *churnSource) Close() error { return nil }
+
+// TestNodeSourceChurn: the label sets of interfaces gone are forgotten,
+// so a family's instances stay bounded; the live one is always named.
+func TestNodeSourceChurn(t *testing.T) {
+	w := mapping.NewNodeSource(&churnSource{})
+	var fam source.Metric
+	for _, md := range w.Metrics() {
+		if md.Name == "node_network_receive_bytes_total" {
+			fam = md
+		}
+	}
+	var res source.Result
+	for i := 0; i < 1000; i++ {
+		if err := w.Fetch(time.Now(), []semantics.PMID{fam.Desc.PMID}, &res); err != nil {
+			t.Fatal(err)
+		}
+		id := res.Sets[0].Values[0].Inst
+		if got := instName(w, fam.Desc.InDom, id); got != fmt.Sprintf(`device="veth%d"`, i+1) {
+			t.Fatalf("fetch %d: instance %d is %q", i, id, got)
+		}
+	}
+	if n := len(w.Instances(fam.Desc.InDom)); n > 65 {
+		t.Errorf("%d instances kept after 1000 interfaces came and went", n)
+	}
+}

@@ -40,12 +40,16 @@ type NodeSource struct {
 	inner source.Result
 	names map[semantics.InDom]*innerNames
 	vdoms map[semantics.InDom]*nodeInsts
+	// fetches counts the fetches of families, to forget the label sets
+	// not seen any more (interfaces and disks that come and go)
+	fetches uint64
 }
 
 type boundFamily struct {
 	present bool
 	pmid    semantics.PMID
 	indom   semantics.InDom // InDomNull when its series have no labels
+	insts   *nodeInsts
 	parts   []boundPart
 }
 
@@ -71,11 +75,14 @@ type nodeEntry struct {
 	vid   int32
 }
 
-// nodeInsts are the instances of a family's domain: every label set seen,
-// numbered in order of appearance.
+// nodeInsts are the instances of a family's domain: the label sets seen,
+// numbered in order of appearance (never reused); those not seen at the
+// last fetch are forgotten once they are half of them.
 type nodeInsts struct {
 	byKey map[string]int32
 	list  []source.Instance
+	next  int32
+	seen  map[int32]uint64 // the fetch that last gave each
 }
 
 type innerNames struct {
@@ -188,6 +195,12 @@ func (w *NodeSource) refresh() {
 			if p.label != "" || len(p.consts) > 0 || len(p.joins) > 0 {
 				bf.indom = semantics.NewInDom(NodeDomain, uint32(fi+1))
 			}
+		}
+		if bf.indom != semantics.InDomNull {
+			if w.vdoms[bf.indom] == nil { // kept across rebinds: the same ids
+				w.vdoms[bf.indom] = &nodeInsts{byKey: map[string]int32{}, seen: map[int32]uint64{}}
+			}
+			bf.insts = w.vdoms[bf.indom]
 		}
 		for _, bp := range bf.parts {
 			if bp.present && bp.pcp != "" {
@@ -305,6 +318,7 @@ func (w *NodeSource) Fetch(t time.Time, pmids []semantics.PMID, res *source.Resu
 		return w.src.Fetch(t, pmids, res)
 	}
 	w.makePlan(pmids)
+	w.fetches++
 	if err := w.src.Fetch(t, w.plan.want, &w.inner); err != nil {
 		return err
 	}
@@ -322,6 +336,7 @@ func (w *NodeSource) Fetch(t time.Time, pmids []semantics.PMID, res *source.Resu
 		out.PMID, out.Err, out.Values = p, nil, out.Values[:0]
 		if fi := w.plan.fam[k]; fi >= 0 {
 			w.compute(fi, at, out)
+			w.forget(fi, len(out.Values))
 			continue
 		}
 		in := &w.inner.Sets[w.plan.pos[k]]
@@ -503,6 +518,7 @@ func (w *NodeSource) joinValue(ji int, inst int32) ([]byte, bool) {
 // (named name), creating it when its labels are new; -1 when a join has no
 // value for it.
 func (w *NodeSource) series(fi int, bp *boundPart, inst int32, name string) int32 {
+	d := w.fams[fi].insts
 	e := bp.seen[inst]
 	if e != nil && e.inner == name {
 		same := true
@@ -514,6 +530,7 @@ func (w *NodeSource) series(fi int, bp *boundPart, inst int32, name string) int3
 			}
 		}
 		if same {
+			d.seen[e.vid] = w.fetches
 			return e.vid
 		}
 	}
@@ -546,18 +563,13 @@ func (w *NodeSource) series(fi int, bp *boundPart, inst int32, name string) int3
 		v, _ := json.Marshal(p.Value)
 		labels = append(labels, semantics.Label{Name: p.Name, Value: string(v), Flags: semantics.LabelInstances})
 	}
-	indom := w.fams[fi].indom
-	d := w.vdoms[indom]
-	if d == nil {
-		d = &nodeInsts{byKey: map[string]int32{}}
-		w.vdoms[indom] = d
-	}
 	vid, ok := d.byKey[key.String()]
 	if !ok {
-		vid = int32(len(d.list))
+		vid = d.next
 		if vid == math.MaxInt32 {
 			return -1
 		}
+		d.next++
 		d.byKey[key.String()] = vid
 		// a new slice: Instances' callers may hold the old one
 		list := make([]source.Instance, len(d.list), len(d.list)+1)
@@ -565,7 +577,36 @@ func (w *NodeSource) series(fi int, bp *boundPart, inst int32, name string) int3
 		d.list = append(list, source.Instance{ID: vid, Name: key.String(), Labels: labels})
 	}
 	bp.seen[inst] = &nodeEntry{inner: name, joins: joins, vid: vid}
+	d.seen[vid] = w.fetches
 	return vid
+}
+
+// forget drops the label sets of family fi that the last fetch did not
+// give, once they outnumber the live ones (live of them) and 64: the
+// instances of a host whose interfaces or disks come and go stay bounded.
+func (w *NodeSource) forget(fi, live int) {
+	bf := &w.fams[fi]
+	d := bf.insts
+	if d == nil || len(d.list) <= 64 || len(d.list) <= 2*live {
+		return
+	}
+	list := make([]source.Instance, 0, live)
+	for _, in := range d.list {
+		if d.seen[in.ID] == w.fetches {
+			list = append(list, in)
+			continue
+		}
+		delete(d.byKey, in.Name)
+		delete(d.seen, in.ID)
+	}
+	d.list = list
+	for pi := range bf.parts {
+		for k, e := range bf.parts[pi].seen {
+			if _, ok := d.seen[e.vid]; !ok {
+				delete(bf.parts[pi].seen, k)
+			}
+		}
+	}
 }
 
 // innerName names an inner instance as at t (the wrapped source's
