@@ -32,6 +32,7 @@ type NodeSource struct {
 
 	innerFirst *source.Metric // identity of the inner metric slice last bound
 	innerLen   int
+	innerEpoch uint64
 	metrics    []source.Metric
 	fams       []boundFamily // by nodeFamilies index
 	byPMID     map[semantics.PMID]int
@@ -122,17 +123,18 @@ func (w *NodeSource) Metrics() []source.Metric {
 }
 
 // refresh binds the table to the wrapped source's metrics when they
-// changed.
+// changed (another slice, or another epoch of the metric set).
 func (w *NodeSource) refresh() {
+	epoch := source.EpochOf(w.src)
 	ms := w.src.Metrics()
 	var first *source.Metric
 	if len(ms) > 0 {
 		first = &ms[0]
 	}
-	if w.metrics != nil && first == w.innerFirst && len(ms) == w.innerLen {
+	if w.metrics != nil && first == w.innerFirst && len(ms) == w.innerLen && epoch == w.innerEpoch {
 		return
 	}
-	w.innerFirst, w.innerLen = first, len(ms)
+	w.innerFirst, w.innerLen, w.innerEpoch = first, len(ms), epoch
 	byName := make(map[string]*source.Metric, len(ms))
 	for i := range ms {
 		if _, dup := byName[ms[i].Name]; !dup {
