@@ -39,6 +39,8 @@ type NodeSource struct {
 
 	plan  nodePlan
 	inner source.Result
+	vals  [][]source.InstValue // per family: its values of the last fetch
+	lent  *source.Result       // the result whose values are inner's and vals'
 	names map[semantics.InDom]*innerNames
 	vdoms map[semantics.InDom]*nodeInsts
 	// fetches counts the fetches of families, to forget the label sets
@@ -302,7 +304,8 @@ func (w *NodeSource) InstancesInForce(indom semantics.InDom, t time.Time) ([]sou
 
 // Fetch fetches pmids at t: the wrapped source's metrics as it returns
 // them, the families computed from one fetch of their sources. A family
-// whose sources all fail has the first error.
+// whose sources all fail has the first error. The values in res are valid
+// until the next Fetch (res holds no slice of its own afterwards).
 func (w *NodeSource) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -317,8 +320,15 @@ func (w *NodeSource) Fetch(t time.Time, pmids []semantics.PMID, res *source.Resu
 		}
 	}
 	if !virtual {
+		if w.lent == res { // its slices are ours: the source must not reuse them
+			for k := range res.Sets {
+				res.Sets[k].Values = nil
+			}
+			w.lent = nil
+		}
 		return w.src.Fetch(t, pmids, res)
 	}
+	w.lent = res
 	w.makePlan(pmids)
 	w.fetches++
 	if err := w.src.Fetch(t, w.plan.want, &w.inner); err != nil {
@@ -333,17 +343,23 @@ func (w *NodeSource) Fetch(t time.Time, pmids []semantics.PMID, res *source.Resu
 		res.Sets = append(res.Sets[:cap(res.Sets)], make([]source.ValueSet, len(pmids)-cap(res.Sets))...)
 	}
 	res.Sets = res.Sets[:len(pmids)]
+	if len(w.vals) != len(w.fams) {
+		w.vals = make([][]source.InstValue, len(w.fams))
+	}
+	// the values are the inner fetch's and the families' own (no copy),
+	// valid until the next Fetch
 	for k, p := range pmids {
 		out := &res.Sets[k]
-		out.PMID, out.Err, out.Values = p, nil, out.Values[:0]
+		out.PMID, out.Err = p, nil
 		if fi := w.plan.fam[k]; fi >= 0 {
+			out.Values = w.vals[fi][:0]
 			w.compute(fi, at, out)
+			w.vals[fi] = out.Values
 			w.forget(fi, len(out.Values))
 			continue
 		}
 		in := &w.inner.Sets[w.plan.pos[k]]
-		out.Err = in.Err
-		out.Values = append(out.Values, in.Values...)
+		out.Err, out.Values = in.Err, in.Values
 	}
 	return nil
 }
@@ -445,11 +461,15 @@ func (w *NodeSource) compute(fi int, at time.Time, out *source.ValueSet) {
 			}
 			continue
 		}
+		var names *innerNames
+		if bp.indom != semantics.InDomNull {
+			names = w.innerNames(bp.indom, at)
+		}
 		for vi := range s.Values {
 			iv := &s.Values[vi]
 			name := ""
-			if bp.indom != semantics.InDomNull {
-				name = w.innerName(bp.indom, iv.Inst, at)
+			if names != nil {
+				name = names.name(iv.Inst)
 				if bp.inst != "" && name != bp.inst {
 					continue
 				}
@@ -611,9 +631,9 @@ func (w *NodeSource) forget(fi, live int) {
 	}
 }
 
-// innerName names an inner instance as at t (the wrapped source's
-// instances in force, indexed again only when they change).
-func (w *NodeSource) innerName(indom semantics.InDom, id int32, t time.Time) string {
+// innerNames are the wrapped source's instances of a domain in force at t
+// (indexed again only when they change).
+func (w *NodeSource) innerNames(indom semantics.InDom, t time.Time) *innerNames {
 	ins, _ := source.InstancesInForce(w.src, indom, t)
 	n := w.names[indom]
 	var first *source.Instance
@@ -627,6 +647,11 @@ func (w *NodeSource) innerName(indom semantics.InDom, id int32, t time.Time) str
 		}
 		w.names[indom] = n
 	}
+	return n
+}
+
+// name names an instance (its id when unknown, as the bridge does).
+func (n *innerNames) name(id int32) string {
 	if s, ok := n.byID[id]; ok {
 		return s
 	}
