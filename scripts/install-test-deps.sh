@@ -6,7 +6,9 @@
 #   with headers, python3-pcp), gcc (C peer programs against libpcp, and the
 #   race detector), xz/bzip2/zstd (compressed archive volumes), Prometheus 2.42
 #   with promtool, VictoriaMetrics, ca-certificates (put into the image) and
-#   git (version stamping) and shellcheck (lints these scripts).
+#   git (version stamping), shellcheck (lints these scripts), lintian, rpm
+#   (checks the .deb and .rpm of make package), systemd (systemd-analyze on
+#   the unit; no init needed) and jsonnet (renders mixin/).
 #
 # It is idempotent: packages already installed are not fetched again, and the
 # daemons are only started when not answering. Prometheus, VictoriaMetrics and
@@ -19,7 +21,7 @@ if [[ $(id -u) != 0 ]]; then
 	exit 1
 fi
 
-PACKAGES=(pcp python3-pcp libpcp-mmv1-dev libpcp3-dev gcc xz-utils bzip2 zstd prometheus victoria-metrics ca-certificates git shellcheck prometheus-node-exporter jsonnet)
+PACKAGES=(pcp python3-pcp libpcp-mmv1-dev libpcp3-dev gcc xz-utils bzip2 zstd prometheus victoria-metrics ca-certificates git shellcheck lintian rpm systemd jsonnet prometheus-node-exporter)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

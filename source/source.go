@@ -94,6 +94,33 @@ type FileSet interface {
 	FileCounts() (exported, skipped int)
 }
 
+// Limited is implemented by sources that leave out part of what their
+// server sends rather than fail on it: malformed labels, and series
+// beyond a limit (a pmcd sending a million instances).
+type Limited interface {
+	LeftOut() LeftOut
+}
+
+// LeftOut is what a source leaves out now.
+type LeftOut struct {
+	// MalformedLabels counts the labels of the metrics and instances
+	// known now left out as malformed.
+	MalformedLabels int
+	// SeriesLimit is the source's limit on the values of a read (0:
+	// none); SeriesCut counts the values the last read left out by it,
+	// InstancesCut the instances left out of the instance domains.
+	SeriesLimit, SeriesCut, InstancesCut int
+}
+
+// LeftOutOf returns what src leaves out; ok is false for a source that
+// never leaves anything out.
+func LeftOutOf(src Source) (LeftOut, bool) {
+	if l, ok := capability[Limited](src); ok {
+		return l.LeftOut(), true
+	}
+	return LeftOut{}, false
+}
+
 // Reason says why a source is down; "" when it is up.
 type Reason string
 

@@ -20,6 +20,7 @@ type pmcdFlags struct {
 	specs   []string
 	metrics []string
 	timeout time.Duration
+	limit   int
 }
 
 // addPMCDFlags declares --pmcd (repeatable for serve), --pmcd.metrics and
@@ -33,6 +34,7 @@ func addPMCDFlags(cmd *kingpin.CmdClause, repeatable bool) *pmcdFlags {
 	cmd.Flag("pmcd", help).PlaceHolder("SPEC").StringsVar(&f.specs)
 	cmd.Flag("pmcd.metrics", "Metrics of pmcd to export: a name, subtree or glob (* crosses dots); a leading - excludes (repeatable; default all, less the mmv subtree when the MMV directory is exported directly).").PlaceHolder("PATTERN").StringsVar(&f.metrics)
 	cmd.Flag("pmcd.timeout", "Deadline of connecting to pmcd and of each fetch (a hung PMDA costs a scrape at most this).").Default("5s").DurationVar(&f.timeout)
+	cmd.Flag("pmcd.series-limit", "Most values a fetch of one pmcd serves, and instances of an instance domain kept, as Prometheus's sample_limit; the rest are left out, counted (pcp_exporter_series_left_out) and logged once (-1: no limit).").Default(strconv.Itoa(pmcd.DefaultSeriesLimit)).IntVar(&f.limit)
 	return f
 }
 
@@ -59,7 +61,10 @@ func (f *pmcdFlags) options(logger *slog.Logger, excludeMMV bool) (pmcd.Options,
 	if err != nil {
 		return pmcd.Options{}, usagef("--pmcd.metrics: %v", err)
 	}
-	return pmcd.Options{Selection: sel, Timeout: f.timeout, Logger: logger}, nil
+	if f.limit == 0 {
+		return pmcd.Options{}, usagef("--pmcd.series-limit: 0 (use -1 for no limit)")
+	}
+	return pmcd.Options{Selection: sel, Timeout: f.timeout, Logger: logger, SeriesLimit: f.limit}, nil
 }
 
 // openOne opens one pmcd for info and fetch: it must answer now.

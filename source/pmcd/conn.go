@@ -104,6 +104,13 @@ type conn struct {
 	writeErr chan error
 	// sent counts the requests sent by exchange.
 	sent int
+	// flags are pmcd's change flags seen while reading metadata (off the
+	// steady fetch path), for the source to act on once it installs c.
+	flags int32
+	// limit bounds the instances and label sets decoded per PDU (0: none).
+	limit int
+	// dropped says a reply buffer too big to keep was dropped (release).
+	dropped bool
 }
 
 // ErrUnsupportedSecurity is returned for a pmcd that requires TLS or
@@ -133,11 +140,38 @@ func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	return cn, nil
 }
 
-func (c *conn) close() { c.c.Close() }
+// close closes the connection without a reset: it is shut for writing,
+// and what pmcd still sends (the late answer to a fetch that timed out) is
+// read and discarded in the background until pmcd closes its side (at
+// most drainTimeout and the largest PDU's worth), so that pmcd answers and
+// then sees the client leave, as after any client's departure, instead of
+// failing its write on a reset mid-fetch.
+func (c *conn) close() {
+	cw, ok := c.c.(interface{ CloseWrite() error })
+	if !ok || c.c.SetDeadline(time.Now().Add(drainTimeout)) != nil || cw.CloseWrite() != nil {
+		c.c.Close()
+		return
+	}
+	go func() {
+		var b [4096]byte
+		for n := 0; n <= c.max; {
+			m, err := c.c.Read(b[:])
+			if err != nil {
+				break
+			}
+			n += m
+		}
+		c.c.Close()
+	}()
+}
+
+// drainTimeout bounds how long a closed connection waits for pmcd to close
+// its side.
+const drainTimeout = 30 * time.Second
 
 func (c *conn) read() (pdu, error) {
 	p, buf, err := readPDU(c.r, c.rbuf, c.max, c.peer)
-	c.rbuf = buf[:0]
+	c.rbuf = retain(buf, &c.dropped)
 	if err != nil {
 		var fe *FormatError
 		if !errors.As(err, &fe) && !strings.HasPrefix(err.Error(), "pmcd at ") {
