@@ -84,6 +84,7 @@ func New(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *Collec
 	}
 	c := &Collector{mapper: mapper, logger: logger, now: time.Now, ready: make(chan struct{}), pmproxyFloats: mapper.Naming() == mapping.NamingPmproxy}
 	for _, s := range sources {
+		s.Src = mapper.Wrap(s.Src) // the node naming's families
 		c.sources = append(c.sources, &sourceState{Source: s})
 	}
 	c.upDesc = prometheus.NewDesc("pcp_exporter_source_up", "1 when the PCP source is up and its last read succeeded; 0 with the reason (missing, stalled, ended, down, error) when not.", []string{"source", "reason"}, nil)
@@ -386,6 +387,8 @@ func (c *Collector) sendConst(ch chan<- prometheus.Metric, s *sourceState, i int
 		values = append(values, strings.ToValidUTF8(iv.Value.Str(), "\uFFFD"))
 	case mapping.Counter:
 		vt = prometheus.CounterValue
+	case mapping.Untyped:
+		vt = prometheus.UntypedValue
 	}
 	key := strings.Join(names, "\xff")
 	d := s.descs[i][key]

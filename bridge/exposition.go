@@ -42,6 +42,10 @@ func AppendHeader(b []byte, f *mapping.Family, om bool) []byte {
 		b = append(b, " unknown\n"...)
 	case f.Type == mapping.Info && om:
 		b = append(b, " info\n"...)
+	case f.Type == mapping.Untyped && om:
+		b = append(b, " unknown\n"...)
+	case f.Type == mapping.Untyped:
+		b = append(b, " untyped\n"...)
 	default:
 		b = append(b, " gauge\n"...)
 	}

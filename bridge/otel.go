@@ -191,7 +191,12 @@ func NewOTelProducer(mapper *mapping.Mapper, logger *slog.Logger, sources ...Sou
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &OTelProducer{sources: sources, conv: NewOTelConverter(mapper), logger: logger}
+	srcs := make([]Source, len(sources))
+	for i, s := range sources {
+		s.Src = mapper.Wrap(s.Src) // the node naming's families
+		srcs[i] = s
+	}
+	return &OTelProducer{sources: srcs, conv: NewOTelConverter(mapper), logger: logger}
 }
 
 // Produce implements go.opentelemetry.io/otel/sdk/metric.Producer.

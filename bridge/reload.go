@@ -23,6 +23,7 @@ func (c *Collector) Reconfigure(mapper *mapping.Mapper, srcs []source.Source) er
 		if srcs != nil {
 			s.Src = srcs[i]
 		}
+		s.Src = mapper.Wrap(s.Src)
 		s.sig = 0 // remap at the next read
 		s.text = textCache{}
 	}
@@ -35,7 +36,7 @@ func (c *Collector) Sources() []source.Source {
 	defer c.mu.Unlock()
 	out := make([]source.Source, len(c.sources))
 	for i, s := range c.sources {
-		out[i] = s.Src
+		out[i] = mapping.StripNode(s.Src)
 	}
 	return out
 }
@@ -52,6 +53,7 @@ func (p *OTelProducer) Reconfigure(mapper *mapping.Mapper, srcs []source.Source)
 		if srcs != nil {
 			p.sources[i].Src = srcs[i]
 		}
+		p.sources[i].Src = mapper.Wrap(p.sources[i].Src)
 	}
 	p.conv.mu.Lock()
 	p.conv.mapper = mapper
@@ -65,7 +67,7 @@ func (p *OTelProducer) Sources() []source.Source {
 	defer p.mu.Unlock()
 	out := make([]source.Source, len(p.sources))
 	for i, s := range p.sources {
-		out[i] = s.Src
+		out[i] = mapping.StripNode(s.Src)
 	}
 	return out
 }

@@ -116,6 +116,9 @@ func Describe(src source.Source, context []LabelPair, selected []source.Metric, 
 // (over its instances, or the singular series).
 func labelNames(f *Family, insts []source.Instance) []string {
 	ls := map[string]bool{}
+	for _, n := range f.nodeLabelNames() { // known before a fetch names its series
+		ls[n] = true
+	}
 	if f.Desc.InDom == semantics.InDomNull {
 		for _, p := range f.Labels(nil) {
 			ls[p.Name] = true
@@ -158,6 +161,9 @@ func leftOut(md *source.Metric, insts []source.Instance, labels []string, target
 // over its instances.
 func attrNames(in *Instrument, insts []source.Instance) []string {
 	as := map[string]bool{}
+	for _, n := range in.fam.nodeLabelNames() {
+		as[n] = true
+	}
 	if len(insts) == 0 {
 		for _, p := range in.Attributes(nil) {
 			as[p.Name] = true

@@ -4,7 +4,7 @@
 // OpenTelemetry instrument (name, UCUM unit, kind) with its resource and
 // data-point attributes.
 //
-// Two namings exist. The default one follows Prometheus conventions: values
+// Three namings exist. The default one follows Prometheus conventions: values
 // are scaled to base units (bytes, seconds, plain counts), the unit suffix and
 // _total are appended, strings become <name>_info{value="..."} 1, instances
 // become an instname label. Labels are lean: a series carries its instance,
@@ -16,6 +16,10 @@
 // (reserved names get the prefix pcp_). The pmproxy naming reproduces what pmproxy's
 // /metrics gives (no unit conversion, no _total, strings omitted, instname and
 // instid labels) so that existing grafana-pcp dashboards keep working.
+// The node naming is the default one with the linux agent's host metrics
+// under node_exporter's names, types and labels: NodeSource (made by
+// Mapper.Wrap, which every output applies to its sources) computes those
+// families from one fetch of their PCP sources (the table in node.go).
 //
 // A Mapper applies one naming plus an optional mapping configuration file
 // (include/exclude patterns, renames, label drop/keep). MapAll resolves name
@@ -27,5 +31,6 @@
 // JSON and table (Description.WriteTable).
 //
 // The package does no I/O beyond reading its configuration file (and
-// asking a source for its metrics and instances, in Describe).
+// asking a source for its metrics and instances, in Describe; and the
+// fetches a NodeSource passes on).
 package mapping

@@ -20,23 +20,31 @@ const (
 	NamingDefault Naming = iota
 	// NamingPmproxy reproduces pmproxy's /metrics names and labels.
 	NamingPmproxy
+	// NamingNode is the default naming with the linux agent's host metrics
+	// under node_exporter's names and labels (see NodeSource).
+	NamingNode
 )
 
-// ParseNaming parses "default" (or "") and "pmproxy".
+// ParseNaming parses "default" (or ""), "pmproxy" and "node".
 func ParseNaming(s string) (Naming, error) {
 	switch s {
 	case "", "default":
 		return NamingDefault, nil
 	case "pmproxy":
 		return NamingPmproxy, nil
+	case "node":
+		return NamingNode, nil
 	}
-	return 0, fmt.Errorf("unknown naming %q (want default or pmproxy)", s)
+	return 0, fmt.Errorf("unknown naming %q (want default, pmproxy or node)", s)
 }
 
-// String returns the naming's flag value ("default" or "pmproxy").
+// String returns the naming's flag value ("default", "pmproxy" or "node").
 func (n Naming) String() string {
-	if n == NamingPmproxy {
+	switch n {
+	case NamingPmproxy:
 		return "pmproxy"
+	case NamingNode:
+		return "node"
 	}
 	return "default"
 }
@@ -49,6 +57,9 @@ const (
 	Counter Type = iota
 	Gauge
 	Info // a STRING metric: <name>_info{value="..."} 1 (a gauge in text format 0.0.4)
+	// Untyped is a family typed untyped (unknown in OpenMetrics), as
+	// node_exporter types its netstat and vmstat counters.
+	Untyped
 )
 
 // String returns the type's name: "counter", "gauge" or "info".
@@ -58,6 +69,8 @@ func (t Type) String() string {
 		return "counter"
 	case Info:
 		return "info"
+	case Untyped:
+		return "untyped"
 	}
 	return "gauge"
 }
@@ -101,6 +114,7 @@ type Family struct {
 	UCUM string
 
 	naming             Naming
+	node               bool        // a NodeSource family: named verbatim, labelled by its instances
 	altName, altOMName string      // fallback names when Name or OMName clash
 	integer            bool        // values print as exact integers
 	labels             []LabelPair // raw PCP metric labels, flattened
@@ -238,6 +252,11 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 		return Family{}, SkipUnsupported
 	}
 	f := Family{PCPName: md.Name, Desc: d, naming: m.naming, m: m, Scale: 1, mul: 1, div: 1}
+	if m.naming == NamingNode {
+		if nf := nodeFamilyOf(md); nf != nil {
+			return nf.family(f, md), ""
+		}
+	}
 	f.labels = pcpPairs(labelsFor(m.naming, md.Labels), nil)
 	base, renamed := m.baseName(md.Name)
 	name := SanitizeMetricName(base)
@@ -447,6 +466,18 @@ func (f *Family) Labels(inst *source.Instance) []LabelPair {
 		raw = pcpPairs(labelsFor(f.naming, inst.Labels), raw)
 	}
 	var s labelSet
+	if f.node {
+		// full labels: every PCP label, and the family's own
+		for _, p := range f.m.extra {
+			s.set(targetLabelName(p.Name), p.Value)
+		}
+		if inst != nil {
+			for _, p := range pcpPairs(inst.Labels, nil) {
+				s.set(p.Name, p.Value)
+			}
+		}
+		return f.m.filter(s.sorted())
+	}
 	if f.naming == NamingPmproxy {
 		for _, p := range raw {
 			s.set(SanitizeLabelName(p.Name), p.Value)

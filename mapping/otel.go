@@ -40,7 +40,9 @@ type Instrument struct {
 // String instruments under both namings).
 func (m *Mapper) Instrument(md *source.Metric) (Instrument, SkipReason) {
 	n := *m
-	n.naming = NamingDefault
+	if n.naming != NamingNode {
+		n.naming = NamingDefault
+	}
 	f, why := n.Map(md)
 	if why != "" {
 		return Instrument{}, why

@@ -35,7 +35,7 @@ func TargetInfo() *Family {
 
 // Lean reports whether series carry lean labels (the default naming without
 // full_labels): then the target labels go into target_info.
-func (m *Mapper) Lean() bool { return m.naming == NamingDefault && !m.full }
+func (m *Mapper) Lean() bool { return (m.naming == NamingDefault || m.naming == NamingNode) && !m.full }
 
 // TargetLabels returns the labels that describe a source as a whole, sorted
 // and sanitized as series labels are: its metrics' context labels, extra
@@ -209,6 +209,12 @@ func (f *Family) leanLabels(inst *source.Instance, distinct bool) []LabelPair {
 		if f.m.series[SanitizeLabelName(p.Name)] {
 			add(p)
 		}
+	}
+	if inst != nil && f.node {
+		for _, p := range pcpPairs(inst.Labels, nil) {
+			s.set(p.Name, p.Value)
+		}
+		return f.m.filter(s.sorted())
 	}
 	if inst != nil {
 		name := validUTF8(inst.Name)

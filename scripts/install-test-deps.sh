@@ -22,7 +22,7 @@ if [[ $(id -u) != 0 ]]; then
 	exit 1
 fi
 
-PACKAGES=(pcp python3-pcp libpcp-mmv1-dev libpcp3-dev sasl2-bin gcc xz-utils bzip2 zstd prometheus victoria-metrics ca-certificates git shellcheck lintian rpm systemd jsonnet)
+PACKAGES=(pcp python3-pcp libpcp-mmv1-dev libpcp3-dev sasl2-bin gcc xz-utils bzip2 zstd prometheus victoria-metrics ca-certificates git shellcheck lintian rpm systemd jsonnet prometheus-node-exporter)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -178,6 +178,10 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 		}
 		opts.Mapper = m
 	}
+	if opts.Mapper.Naming() == mapping.NamingNode && opts.Step <= 0 {
+		// its families combine metrics that records may hold at different times
+		return st, errors.New("the node naming needs --step (interpolated samples): its families are computed from several PCP metrics at one time")
+	}
 	r := &run{opts: opts, st: &st, byLabels: map[string]*Series{}, w: startWriter(ctx, sink, opts.FailFast)}
 	for _, a := range opts.Archives {
 		r.targets = append(r.targets, opts.Mapper.TargetLabels(a.Metrics(), nil))
@@ -607,6 +611,7 @@ func (r *run) step(ctx context.Context) error {
 			return err
 		}
 	}
+	src = r.opts.Mapper.Wrap(src)
 	r.src = src
 	r.mapFamilies(src.Metrics())
 	pmids := make([]semantics.PMID, len(r.fams))

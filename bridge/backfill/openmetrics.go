@@ -93,15 +93,20 @@ func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer, created bo
 // familyNames lists the family names a backfill with opts produces.
 func familyNames(opts Options) ([]string, error) {
 	var metrics []source.Metric
-	if opts.Step > 0 && opts.Wrap != nil {
+	if opts.Step > 0 && (opts.Wrap != nil || opts.Mapper != nil && opts.Mapper.Naming() == mapping.NamingNode) {
 		rp, err := archive.NewReplay(opts.Archives, archive.ReplayOptions{})
 		if err != nil {
 			return nil, err
 		}
 		defer rp.Close()
-		src, err := opts.Wrap(rp)
-		if err != nil {
-			return nil, err
+		var src source.Source = rp
+		if opts.Wrap != nil {
+			if src, err = opts.Wrap(rp); err != nil {
+				return nil, err
+			}
+		}
+		if opts.Mapper != nil {
+			src = opts.Mapper.Wrap(src)
 		}
 		metrics = src.Metrics()
 	} else {

@@ -67,7 +67,7 @@ func backfillCommand() command {
 			cmd.Flag("finish", "Last time: RFC 3339, or +DURATION after the archive's start.").StringVar(&f.finish)
 			cmd.Flag("interp", "Interpolation rule with --step: nearest or prior.").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
 			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mapping)
-			cmd.Flag("naming", "Naming: default or pmproxy (as for serve).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
+			cmd.Flag("naming", "Naming: default, pmproxy or node (as for serve).").EnumVar(&f.naming, "default", "pmproxy", "node")
 			fullLabelsFlag(cmd, &f.fullLabels)
 			cmd.Flag("quiet", "No progress display.").BoolVar(&f.quiet)
 			cmd.Flag("label", "A label added to every series, replacing a mapped one of the same name (NAME=VALUE, repeatable): job and instance join backfilled series with scraped ones.").PlaceHolder("NAME=VALUE").StringsVar(&f.labels)

@@ -38,7 +38,7 @@ func mappingCommand() command {
 			f := &mappingFlags{mmv: addMMVFlags(cmd, false)}
 			cmd.Flag("archive", "PCP archive (repeatable, as for serve) instead of --mmv.").PlaceHolder("PATH").StringsVar(&f.archives)
 			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mappingFile)
-			cmd.Flag("naming", "Naming: default or pmproxy (as for serve).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
+			cmd.Flag("naming", "Naming: default, pmproxy or node (as for serve).").EnumVar(&f.naming, "default", "pmproxy", "node")
 			fullLabelsFlag(cmd, &f.fullLabels)
 			cmd.Flag("format", "Output format: table or json.").Default("table").EnumVar(&f.format, "table", "json")
 			f.derived = addDerivedFlags(cmd)
@@ -79,6 +79,7 @@ func runMapping(w io.Writer, f *mappingFlags) error {
 	if src, err = f.derived.wrap(src, logger); err != nil {
 		return err
 	}
+	src = mapper.Wrap(src) // the node naming's families
 	selected, err := selectMetrics(src.Metrics(), f.metrics)
 	if err != nil {
 		return err

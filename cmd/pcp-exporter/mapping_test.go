@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
@@ -27,6 +28,7 @@ func TestMappingGolden(t *testing.T) {
 		{name: "demo.txt", archives: []string{"demo/live"}, format: "table", naming: "default"},
 		{name: "demo.json", archives: []string{"demo/live"}, format: "json", naming: "default"},
 		{name: "demo-full.txt", archives: []string{"demo/live"}, format: "table", naming: "default", full: true, metrics: []string{"disk", "kernel.all.load"}},
+		{name: "demo-node.txt", archives: []string{"demo/live"}, format: "table", naming: "node", metrics: []string{"node_load1", "node_cpu_seconds_total", "node_memory_MemAvailable_bytes", "node_network_receive_bytes_total", "kernel.all.cpu", "kernel.uname"}},
 		{name: "demo-pmproxy.txt", archives: []string{"demo/live"}, format: "table", naming: "pmproxy", metrics: []string{"disk", "kernel.all.load", "kernel.uname"}},
 		{name: "types.txt", archives: []string{filepath.Join(corpus, "archives", "types", "types_v3")}, format: "table", naming: "default"},
 		{name: "mmv.json", mmv: filepath.Join(mmvCorpus, "corpusv3"), format: "json", naming: "default"},
@@ -64,5 +66,28 @@ func TestMappingGolden(t *testing.T) {
 	}
 	if got := run([]string{"mapping"}); got != 2 {
 		t.Errorf("mapping without a source: exit %d, want 2", got)
+	}
+}
+
+// TestMappingFileNaming: the mapping file's naming applies when --naming
+// is not given (the flag's default used to override it), and the flag wins
+// when it is.
+func TestMappingFileNaming(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "mapping.yml")
+	if err := os.WriteFile(cfg, []byte("naming: node\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ naming, metric, want string }{
+		{"", "node_load1", "node_load1"},
+		{"default", "kernel.all.load", "kernel_all_load"},
+	} {
+		f := &mappingFlags{mmv: &mmvFlags{}, archives: []string{"demo/live"}, naming: tc.naming, mappingFile: cfg, format: "table", derived: &derivedFlags{}, metrics: []string{tc.metric}}
+		var out bytes.Buffer
+		if err := runMapping(&out, f); err != nil {
+			t.Fatalf("--naming=%q: %v", tc.naming, err)
+		}
+		if !strings.Contains(out.String(), tc.metric+" ") || !strings.Contains(out.String(), " "+tc.want+" ") {
+			t.Errorf("--naming=%q: no %s as %s:\n%s", tc.naming, tc.metric, tc.want, out.String())
+		}
 	}
 }
