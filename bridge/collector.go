@@ -57,7 +57,7 @@ type sourceState struct {
 	Source
 	ms       []source.Metric // the source's metrics at epoch
 	target   []mapping.LabelPair
-	epoch    uint64 // source.EpochOf before ms was read
+	epoch    uint64 // the epoch of ms (source.MetricsEpochOf)
 	sig      uint64
 	families []mapping.Family
 	skipped  []mapping.Skipped
@@ -227,11 +227,10 @@ func (c *Collector) remap() {
 	}
 }
 
-// loadMetrics reads the source's metrics (and the epoch before them); true
+// loadMetrics reads the source's metrics and their epoch; true
 // when they differ from the last ones mapped.
 func (s *sourceState) loadMetrics() bool {
-	s.epoch = source.EpochOf(s.Src)
-	s.ms = s.Src.Metrics()
+	s.ms, s.epoch = source.MetricsEpochOf(s.Src)
 	sig := signature(s.ms)
 	if sig == s.sig {
 		return false
