@@ -411,7 +411,7 @@ func runServe(f *serveFlags) error {
 		return err
 	}
 	server.ErrorLog = httpd.ErrorLog(logger, time.Minute)
-	listeners = httpd.LogFailedLogins(server, listeners, logger, 10*time.Second)
+	listeners = httpd.LogFailedLogins(server, listeners, logger, 10*time.Second, &httpd.LoginGuard{WebConfigFile: *f.web.WebConfigFile})
 	logger.Info("starting pcp-exporter", "version", version.Info(), "sources", len(srcs),
 		"read_timeout", f.http.ReadTimeout, "write_timeout", f.http.WriteTimeout, "idle_timeout", f.http.IdleTimeout, "max_connections", f.http.MaxConns)
 	return httpd.Serve(ctx, listeners, server, f.web, logger)
