@@ -182,4 +182,3 @@ func (g *LoginGuard) tarpit(ctx context.Context) {
 	case <-t.C:
 	}
 }
-
