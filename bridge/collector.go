@@ -48,6 +48,8 @@ type Collector struct {
 	// exposition (reused).
 	reads   uint64
 	scratch []byte
+	// clashes are the name clashes logged (source, metric, detail)
+	clashes map[string]struct{}
 
 	upDesc, lagDesc, servedDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 	// what sources leave out (source.Limited)
@@ -58,7 +60,7 @@ type sourceState struct {
 	Source
 	ms       []source.Metric // the source's metrics at epoch
 	target   []mapping.LabelPair
-	epoch    uint64 // source.EpochOf before ms was read
+	epoch    uint64 // the epoch of ms (source.MetricsEpochOf)
 	sig      uint64
 	families []mapping.Family
 	skipped  []mapping.Skipped
@@ -226,7 +228,7 @@ func (c *Collector) remap() {
 		s.families, s.skipped = c.mapper.MapSource(s.ms, s.target, ns)
 		for _, sk := range s.skipped {
 			if sk.Reason == mapping.SkipNameClash {
-				c.logger.Warn("metric skipped: name clash", "source", s.Name, "metric", sk.PCPName, "detail", sk.Detail)
+				c.logClash(s.Name, sk)
 			}
 		}
 		s.pmids = s.pmids[:0]
@@ -238,11 +240,28 @@ func (c *Collector) remap() {
 	}
 }
 
-// loadMetrics reads the source's metrics (and the epoch before them); true
+// maxClashesLogged bounds the name clashes remembered as logged.
+const maxClashesLogged = 4096
+
+// logClash logs a name clash the first time it is seen: a source whose
+// metric set changes again and again (MMV files coming and going) is
+// remapped each time, with the same clashes.
+func (c *Collector) logClash(src string, sk mapping.Skipped) {
+	k := src + "\x00" + sk.PCPName + "\x00" + sk.Detail
+	if _, ok := c.clashes[k]; ok {
+		return
+	}
+	if c.clashes == nil || len(c.clashes) >= maxClashesLogged {
+		c.clashes = map[string]struct{}{}
+	}
+	c.clashes[k] = struct{}{}
+	c.logger.Warn("metric skipped: name clash (logged once)", "source", src, "metric", sk.PCPName, "detail", sk.Detail)
+}
+
+// loadMetrics reads the source's metrics and their epoch; true
 // when they differ from the last ones mapped.
 func (s *sourceState) loadMetrics() bool {
-	s.epoch = source.EpochOf(s.Src)
-	s.ms = s.Src.Metrics()
+	s.ms, s.epoch = source.MetricsEpochOf(s.Src)
 	sig := signature(s.ms)
 	if sig == s.sig {
 		return false

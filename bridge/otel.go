@@ -221,8 +221,8 @@ func (p *OTelProducer) Produce(context.Context) ([]metricdata.ScopeMetrics, erro
 		var pin *pinnedSource
 		var err error
 		for attempt := 0; ; attempt++ {
-			e := source.EpochOf(s.Src)
-			ms = s.Src.Metrics()
+			var e uint64
+			ms, e = source.MetricsEpochOf(s.Src)
 			pmids := make([]semantics.PMID, len(ms))
 			for i := range ms {
 				pmids[i] = ms[i].Desc.PMID

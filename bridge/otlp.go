@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -44,6 +45,40 @@ type OTLPConfig struct {
 	// CAFile verifies the receiver; CertFile and KeyFile are the client's
 	// certificate.
 	CAFile, CertFile, KeyFile string
+	// NoRetry turns the exporter's own retries off, for a caller that
+	// retries itself (the backfill).
+	NoRetry bool
+}
+
+// HTTPTarget returns the OTLP/HTTP metrics URL of the config (a base URL
+// gets /v1/metrics; HOST:PORT is https, http with Insecure) and a client
+// with its TLS settings and timeout, for a caller that posts requests
+// itself (the backfill).
+func (c *OTLPConfig) HTTPTarget() (string, *http.Client, error) {
+	tlsCfg, err := c.tlsConfig()
+	if err != nil {
+		return "", nil, err
+	}
+	raw := c.Endpoint
+	if !strings.Contains(raw, "://") {
+		scheme := "https://"
+		if c.Insecure {
+			scheme = "http://"
+		}
+		raw = scheme + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", nil, fmt.Errorf("otlp endpoint: %w", err)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/v1/metrics"
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if tlsCfg != nil {
+		tr.TLSClientConfig = tlsCfg
+	}
+	return u.String(), &http.Client{Timeout: c.Timeout, Transport: tr}, nil
 }
 
 // Enabled reports whether a push is configured: an endpoint in the
@@ -87,7 +122,7 @@ func (c *OTLPConfig) Exporter(ctx context.Context) (sdkmetric.Exporter, error) {
 	}
 	if c.Protocol == "http/protobuf" {
 		opts := []otlpmetrichttp.Option{otlpmetrichttp.WithTimeout(c.Timeout),
-			otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: c.Interval})}
+			otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: !c.NoRetry, InitialInterval: time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: c.Interval})}
 		if c.Endpoint != "" {
 			if strings.Contains(c.Endpoint, "://") {
 				u, err := url.Parse(c.Endpoint)
@@ -114,7 +149,7 @@ func (c *OTLPConfig) Exporter(ctx context.Context) (sdkmetric.Exporter, error) {
 		return otlpmetrichttp.New(ctx, opts...)
 	}
 	opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithTimeout(c.Timeout),
-		otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: c.Interval})}
+		otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: !c.NoRetry, InitialInterval: time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: c.Interval})}
 	if c.Endpoint != "" {
 		if strings.Contains(c.Endpoint, "://") {
 			opts = append(opts, otlpmetricgrpc.WithEndpointURL(c.Endpoint))

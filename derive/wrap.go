@@ -118,8 +118,11 @@ func signature(ms []source.Metric) string {
 // refresh binds the definitions to the wrapped source's metrics when they
 // changed (an MMV directory whose files come and go), resetting the state of
 // delta() and rate().
-func (w *Source) refresh() {
-	base := w.src.Metrics()
+func (w *Source) refresh() { w.bind(w.src.Metrics()) }
+
+// bind binds the definitions to base, the wrapped source's metrics, when
+// they changed.
+func (w *Source) bind(base []source.Metric) {
 	sig := signature(base)
 	if w.metrics != nil && sig == w.sig {
 		return
@@ -202,6 +205,16 @@ func (w *Source) Metrics() []source.Metric {
 	defer w.mu.Unlock()
 	w.refresh()
 	return w.metrics
+}
+
+// MetricsEpoch returns Metrics and the wrapped source's epoch they belong
+// to (source.EpochLister).
+func (w *Source) MetricsEpoch() ([]source.Metric, uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	base, e := source.MetricsEpochOf(w.src)
+	w.bind(base)
+	return w.metrics, e
 }
 
 // Instances returns the instances of an instance domain of the wrapped

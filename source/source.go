@@ -79,6 +79,13 @@ type Epoched interface {
 	Epoch() uint64
 }
 
+// EpochLister is implemented by Epoched sources whose Metrics may itself
+// start a new metric set (an MMV directory is listed again there): it
+// returns the metrics and the epoch they belong to, read together.
+type EpochLister interface {
+	MetricsEpoch() ([]Metric, uint64)
+}
+
 // Generations is implemented by sources that know when a metric's counters
 // started: an MMV file's generation (its creation time), an archive's start
 // or its last mark, pmcd's start. Generation returns the zero time when it
@@ -174,6 +181,19 @@ func EpochOf(src Source) uint64 {
 		return e.Epoch()
 	}
 	return 0
+}
+
+// MetricsEpochOf returns src's metrics and the epoch they belong to. It is
+// not looked up through wrappers, whose Metrics differ from the wrapped
+// source's: a wrapper that forwards Epoched implements EpochLister itself,
+// and for any other source the epoch is the one read before Metrics (a
+// reader that finds it changed after its Fetch reads again).
+func MetricsEpochOf(src Source) ([]Metric, uint64) {
+	if l, ok := src.(EpochLister); ok {
+		return l.MetricsEpoch()
+	}
+	e := EpochOf(src)
+	return src.Metrics(), e
 }
 
 // GenerationOf returns when pmid's counters started in src (zero: unknown).

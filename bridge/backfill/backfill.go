@@ -68,6 +68,14 @@ type Sink interface {
 type Outcome struct {
 	Accepted int
 	Rejected []Rejection
+	// Unanswered counts samples sent without an answer when the run
+	// stopped (interrupted during the request, or after one whose answer
+	// was lost): the receiver may hold them.
+	Unanswered int
+	// Duplicated counts samples sent again after a request whose answer
+	// was lost (a timeout, a connection closed after the request was
+	// sent): the receiver may hold them twice.
+	Duplicated int
 }
 
 // Rejection counts samples refused for one reason.
@@ -130,15 +138,21 @@ type Options struct {
 const SkippedError = "error: "
 
 // Stats counts what a backfill read and wrote. Read = Written + Rejected +
-// Unsent.
+// Unsent + Unanswered.
 type Stats struct {
 	Read     int64 // samples produced from the archives
 	Written  int64 // samples the sink accepted (the receiver acknowledged)
 	Rejected int64 // samples the sink refused (reported, never silent)
-	// Unsent counts samples read but neither accepted nor rejected: not
-	// sent after the run stopped (an error, SIGINT), or sent without an
-	// answer (interrupted during the request).
+	// Unsent counts samples read and not sent: after the run stopped (an
+	// error, SIGINT), or sent only in requests the receiver answered
+	// without storing them (5xx, 429) before the run stopped.
 	Unsent int64
+	// Unanswered counts samples sent without an answer when the run
+	// stopped: the receiver may hold them (Outcome.Unanswered).
+	Unanswered int64
+	// Duplicated counts samples written that were sent again after a lost
+	// answer: the receiver may hold them twice (Outcome.Duplicated).
+	Duplicated int64
 	// RejectedBy counts the rejected samples by reason.
 	RejectedBy map[string]int64
 	// Skipped counts what was not turned into samples, by reason: metrics
@@ -199,7 +213,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 		err = werr
 	}
 	st.Series = len(r.byLabels)
-	st.Unsent = st.Read - st.Written - st.Rejected
+	st.Unsent = st.Read - st.Written - st.Rejected - st.Unanswered
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
@@ -210,18 +224,19 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 // order, so that reading and interpolating the archives overlaps with
 // encoding and sending the samples. At most writerDepth batches wait.
 type writer struct {
-	ctx      context.Context
-	sink     Sink
-	failFast bool
-	jobs     chan []Sample
-	free     chan []Sample
-	done     chan struct{}
-	written  atomic.Int64
-	rejected atomic.Int64
-	mu       sync.Mutex
-	by       map[string]int64
-	errs     []string // the first rejection of each reason
-	err      error    // the sink failed: no batch is written after it
+	ctx                    context.Context
+	sink                   Sink
+	failFast               bool
+	jobs                   chan []Sample
+	free                   chan []Sample
+	done                   chan struct{}
+	written                atomic.Int64
+	rejected               atomic.Int64
+	unanswered, duplicated atomic.Int64
+	mu                     sync.Mutex
+	by                     map[string]int64
+	errs                   []string // the first rejection of each reason
+	err                    error    // the sink failed: no batch is written after it
 }
 
 const writerDepth = 2
@@ -248,6 +263,8 @@ func (w *writer) loop() {
 func (w *writer) account(out Outcome, err error) {
 	w.written.Add(int64(out.Accepted))
 	w.rejected.Add(int64(out.rejected()))
+	w.unanswered.Add(int64(out.Unanswered))
+	w.duplicated.Add(int64(out.Duplicated))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range out.Rejected {
@@ -300,6 +317,7 @@ func (w *writer) finish(st *Stats) error {
 
 func (w *writer) count(st *Stats) {
 	st.Written, st.Rejected = w.written.Load(), w.rejected.Load()
+	st.Unanswered, st.Duplicated = w.unanswered.Load(), w.duplicated.Load()
 }
 
 type run struct {

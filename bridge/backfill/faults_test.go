@@ -15,7 +15,9 @@ import (
 
 	"github.com/klauspost/compress/snappy"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
@@ -26,9 +28,11 @@ import (
 // request and holds the samples of those it stores; fault decides, per
 // request (numbered from 1, retries included), what it does instead.
 type fakeReceiver struct {
-	t     *testing.T
-	srv   *httptest.Server
-	fault func(n int, w http.ResponseWriter, store func()) bool // true: handled
+	t      *testing.T
+	srv    *httptest.Server
+	fault  func(n int, w http.ResponseWriter, store func()) bool // true: handled
+	decode func(body []byte) ([]string, error)                   // the samples of a request
+	path   string
 
 	mu       sync.Mutex
 	requests int
@@ -38,26 +42,35 @@ type fakeReceiver struct {
 }
 
 func newFakeReceiver(t *testing.T, fault func(n int, w http.ResponseWriter, store func()) bool) *fakeReceiver {
-	r := &fakeReceiver{t: t, fault: fault, stored: map[string]int{}}
+	return startReceiver(t, &fakeReceiver{t: t, fault: fault, stored: map[string]int{}, path: "/api/v1/write", decode: func(body []byte) ([]string, error) {
+		raw, err := snappy.Decode(nil, body)
+		if err != nil {
+			return nil, err
+		}
+		return decodeWriteRequest(raw)
+	}})
+}
+
+// newOTLPReceiver is newFakeReceiver for OTLP/HTTP protobuf requests.
+func newOTLPReceiver(t *testing.T, fault func(n int, w http.ResponseWriter, store func()) bool) *fakeReceiver {
+	return startReceiver(t, &fakeReceiver{t: t, fault: fault, stored: map[string]int{}, path: "/v1/metrics", decode: decodeOTLPRequest})
+}
+
+func startReceiver(t *testing.T, r *fakeReceiver) *fakeReceiver {
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.srv.CloseClientConnections)
 	t.Cleanup(r.srv.Close)
 	return r
 }
 
-func (r *fakeReceiver) url() string { return r.srv.URL + "/api/v1/write" }
+func (r *fakeReceiver) url() string { return r.srv.URL + r.path }
 
 func (r *fakeReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
 		return
 	}
-	raw, err := snappy.Decode(nil, body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	keys, err := decodeWriteRequest(raw)
+	keys, err := r.decode(body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -79,7 +92,37 @@ func (r *fakeReceiver) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	store()
+	if r.path == "/v1/metrics" {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK) // an empty ExportMetricsServiceResponse
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// decodeOTLPRequest lists the data points of an ExportMetricsServiceRequest
+// as "resource|metric|attributes|t|value" keys.
+func decodeOTLPRequest(body []byte) ([]string, error) {
+	var req colmetricpb.ExportMetricsServiceRequest
+	if err := proto.Unmarshal(body, &req); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, rm := range req.ResourceMetrics {
+		res := fmt.Sprint(rm.GetResource().GetAttributes())
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				dps := m.GetGauge().GetDataPoints()
+				if m.GetSum() != nil {
+					dps = m.GetSum().GetDataPoints()
+				}
+				for _, dp := range dps {
+					keys = append(keys, fmt.Sprintf("%s|%s|%v|%d|%v", res, m.Name, dp.Attributes, dp.TimeUnixNano, dp.GetAsDouble()))
+				}
+			}
+		}
+	}
+	return keys, nil
 }
 
 // counts returns the distinct samples held and the samples stored.
@@ -178,11 +221,34 @@ func faultSink(url string) *RemoteWriteSink {
 	return s
 }
 
-// TestRemoteWriteFaults backfills through a receiver that answers 400,
-// 429 with Retry-After, 500, hangs, closes the connection or acknowledges
-// and then stalls: the counts reported are those the receiver holds, a
-// refused batch is dropped and counted with its reason, and an
-// acknowledged batch is never sent again.
+func faultOTLPSink(url string, timeout time.Duration) *OTLPSink {
+	s := NewOTLPHTTPSink(url, &http.Client{Timeout: timeout}, nil, nil)
+	s.MinBackoff = 10 * time.Millisecond
+	s.MaxBackoff = 50 * time.Millisecond
+	return s
+}
+
+// sinkKinds are the HTTP sinks the fault tests run: each with its fake
+// receiver and a sink with the given client timeout.
+var sinkKinds = []struct {
+	name     string
+	receiver func(*testing.T, func(int, http.ResponseWriter, func()) bool) *fakeReceiver
+	sink     func(url string, timeout time.Duration) Sink
+}{
+	{"remote write", newFakeReceiver, func(url string, timeout time.Duration) Sink {
+		s := faultSink(url)
+		s.Client.Timeout = timeout
+		return s
+	}},
+	{"otlp", newOTLPReceiver, func(url string, timeout time.Duration) Sink { return faultOTLPSink(url, timeout) }},
+}
+
+// TestRemoteWriteFaults backfills through a receiver (remote write, and
+// OTLP/HTTP) that answers 400, 429 with Retry-After, 500, hangs, closes the
+// connection or (remote write) acknowledges and then stalls: the counts
+// reported are those the receiver holds, a refused batch is dropped and
+// counted with its reason, an acknowledged batch is never sent again, and
+// one resent after a lost answer is counted as possibly duplicated.
 func TestRemoteWriteFaults(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -195,6 +261,7 @@ func TestRemoteWriteFaults(t *testing.T) {
 		reason          string
 		minGap          time.Duration // between request 2 and 3
 		maxTook         time.Duration
+		rwOnly          bool // OTLP reads the body of an answer (a partial success)
 	}{
 		{name: "400 out of order", rejectedBatches: 1, reason: "out of order", fault: func(n int, w http.ResponseWriter, store func()) bool {
 			if n == 3 {
@@ -243,7 +310,7 @@ func TestRemoteWriteFaults(t *testing.T) {
 			}
 			return false
 		}},
-		{name: "ack then stall", maxTook: 700 * time.Millisecond, fault: func(n int, w http.ResponseWriter, store func()) bool {
+		{name: "ack then stall", maxTook: 700 * time.Millisecond, rwOnly: true, fault: func(n int, w http.ResponseWriter, store func()) bool {
 			if n == 2 {
 				store()
 				w.Header().Set("Content-Length", "100")
@@ -255,117 +322,138 @@ func TestRemoteWriteFaults(t *testing.T) {
 			return false
 		}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			rcv := newFakeReceiver(t, c.fault)
-			a := openArchive(t, faultArchive)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			began := time.Now()
-			st, err := Run(ctx, Options{Archives: []*archive.Archive{a}, FailFast: c.failFast}, faultSink(rcv.url()))
-			took := time.Since(began)
-			distinct, total := rcv.counts()
-			t.Logf("%+v, receiver: %d distinct, %d stored, %d requests, %v", st, distinct, total, rcv.requests, took)
-			if c.failFast != (err != nil) {
-				t.Fatalf("err = %v", err)
+	for _, kind := range sinkKinds {
+		for _, c := range cases {
+			if c.rwOnly && kind.name != "remote write" {
+				continue
 			}
-			if st.Read < 3*batchSize {
-				t.Fatalf("only %d samples read: the faults are not exercised", st.Read)
-			}
-			if st.Written != int64(distinct) {
-				t.Errorf("%d written, the receiver holds %d", st.Written, distinct)
-			}
-			if st.Read != st.Written+st.Rejected+st.Unsent {
-				t.Errorf("read %d != written + rejected + not sent", st.Read)
-			}
-			if st.Rejected != int64(c.rejectedBatches*batchSize) {
-				t.Errorf("%d rejected, want %d", st.Rejected, c.rejectedBatches*batchSize)
-			}
-			if c.reason != "" {
-				if st.RejectedBy[c.reason] != st.Rejected || len(st.Errors) != 1 || !strings.Contains(st.Errors[0], "out_of_order_time_window") {
-					t.Errorf("rejections %v %q, want all %q with what to do", st.RejectedBy, st.Errors, c.reason)
+			t.Run(kind.name+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				rcv := kind.receiver(t, c.fault)
+				a := openArchive(t, faultArchive)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				began := time.Now()
+				st, err := Run(ctx, Options{Archives: []*archive.Archive{a}, FailFast: c.failFast}, kind.sink(rcv.url(), time.Second))
+				took := time.Since(began)
+				distinct, total := rcv.counts()
+				t.Logf("%+v, receiver: %d distinct, %d stored, %d requests, %v", st, distinct, total, rcv.requests, took)
+				if c.failFast != (err != nil) {
+					t.Fatalf("err = %v", err)
 				}
-			}
-			switch {
-			case c.failFast:
-				if st.Written != 2*batchSize || st.Unsent != st.Read-3*batchSize {
-					t.Errorf("fail-fast: %d written, %d not sent", st.Written, st.Unsent)
+				if st.Read < 3*batchSize {
+					t.Fatalf("only %d samples read: the faults are not exercised", st.Read)
 				}
-			case c.rejectedBatches == 0 && st.Written != st.Read:
-				t.Errorf("%d written of %d read", st.Written, st.Read)
-			}
-			if dup := total - distinct; c.duplicates != (dup > 0) || dup > batchSize {
-				t.Errorf("%d samples stored twice", dup)
-			}
-			if c.maxTook > 0 && took > c.maxTook {
-				t.Errorf("took %v: the acknowledged request's body was waited for", took)
-			}
-			if c.minGap > 0 {
-				if gap := rcv.times[2].Sub(rcv.times[1]); gap < c.minGap {
-					t.Errorf("retried after %v, want the Retry-After's %v", gap, c.minGap)
+				if st.Written != int64(distinct) {
+					t.Errorf("%d written, the receiver holds %d", st.Written, distinct)
 				}
-			}
-		})
+				if st.Read != st.Written+st.Rejected+st.Unsent+st.Unanswered {
+					t.Errorf("read %d != written + rejected + not sent + unanswered", st.Read)
+				}
+				if st.Rejected != int64(c.rejectedBatches*batchSize) {
+					t.Errorf("%d rejected, want %d", st.Rejected, c.rejectedBatches*batchSize)
+				}
+				if c.reason != "" {
+					if st.RejectedBy[c.reason] != st.Rejected || len(st.Errors) != 1 || !strings.Contains(st.Errors[0], "out_of_order_time_window") {
+						t.Errorf("rejections %v %q, want all %q with what to do", st.RejectedBy, st.Errors, c.reason)
+					}
+				}
+				switch {
+				case c.failFast:
+					if st.Written != 2*batchSize || st.Unsent != st.Read-3*batchSize {
+						t.Errorf("fail-fast: %d written, %d not sent", st.Written, st.Unsent)
+					}
+				case c.rejectedBatches == 0 && st.Written != st.Read:
+					t.Errorf("%d written of %d read", st.Written, st.Read)
+				}
+				if dup := total - distinct; c.duplicates != (dup > 0) || dup > batchSize {
+					t.Errorf("%d samples stored twice", dup)
+				} else if dup > int(st.Duplicated) || (c.duplicates && int64(dup) != st.Duplicated) {
+					t.Errorf("the receiver holds %d samples twice, the summary says %d possibly duplicated", dup, st.Duplicated)
+				}
+				if c.maxTook > 0 && took > c.maxTook {
+					t.Errorf("took %v: the acknowledged request's body was waited for", took)
+				}
+				if c.minGap > 0 {
+					if gap := rcv.times[2].Sub(rcv.times[1]); gap < c.minGap {
+						t.Errorf("retried after %v, want the Retry-After's %v", gap, c.minGap)
+					}
+				}
+			})
+		}
 	}
 }
 
-// TestRemoteWriteCancel interrupts a backfill whose receiver keeps
-// failing (retries with the server's Retry-After of an hour) or hangs:
-// Run returns within a second and counts what the receiver holds.
+// TestRemoteWriteCancel interrupts a backfill (remote write, and OTLP/HTTP)
+// whose receiver keeps failing (retries with the server's Retry-After of
+// an hour), hangs, or stores the batch and then hangs: Run returns within
+// a second, what the receiver holds is what was written plus, at most,
+// what the summary says was sent without an answer.
 func TestRemoteWriteCancel(t *testing.T) {
-	for _, mode := range []string{"retry-after", "hang"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			release := make(chan struct{})
-			defer close(release)
-			rcv := newFakeReceiver(t, func(n int, w http.ResponseWriter, store func()) bool {
-				if n < 3 {
-					return false
-				}
-				if mode == "hang" {
+	for _, kind := range sinkKinds {
+		for _, mode := range []string{"retry-after", "hang", "hang after storing"} {
+			t.Run(kind.name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				release := make(chan struct{})
+				defer close(release)
+				rcv := kind.receiver(t, func(n int, w http.ResponseWriter, store func()) bool {
+					if n < 3 {
+						return false
+					}
+					if mode == "retry-after" {
+						w.Header().Set("Retry-After", "3600")
+						http.Error(w, "overloaded", http.StatusServiceUnavailable)
+						return true
+					}
+					if mode == "hang after storing" {
+						store()
+					}
 					select {
 					case <-release:
 					case <-time.After(10 * time.Second):
 					}
 					return true
-				}
-				w.Header().Set("Retry-After", "3600")
-				http.Error(w, "overloaded", http.StatusServiceUnavailable)
-				return true
-			})
-			a := openArchive(t, faultArchive)
-			sink := faultSink(rcv.url())
-			sink.Client.Timeout = time.Minute
-			ctx, cancel := context.WithCancel(context.Background())
-			var at time.Time
-			go func() {
-				for {
-					rcv.mu.Lock()
-					n := rcv.requests
-					rcv.mu.Unlock()
-					if n >= 3 {
-						time.Sleep(100 * time.Millisecond)
-						at = time.Now()
-						cancel()
-						return
+				})
+				a := openArchive(t, faultArchive)
+				sink := kind.sink(rcv.url(), time.Minute)
+				ctx, cancel := context.WithCancel(context.Background())
+				var at time.Time
+				go func() {
+					for {
+						rcv.mu.Lock()
+						n := rcv.requests
+						rcv.mu.Unlock()
+						if n >= 3 {
+							time.Sleep(100 * time.Millisecond)
+							at = time.Now()
+							cancel()
+							return
+						}
+						time.Sleep(10 * time.Millisecond)
 					}
-					time.Sleep(10 * time.Millisecond)
+				}()
+				st, err := Run(ctx, Options{Archives: []*archive.Archive{a}}, sink)
+				took := time.Since(at)
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("err = %v, want context canceled", err)
 				}
-			}()
-			st, err := Run(ctx, Options{Archives: []*archive.Archive{a}}, sink)
-			took := time.Since(at)
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("err = %v, want context canceled", err)
-			}
-			if took > time.Second {
-				t.Errorf("Run returned %v after the cancel", took)
-			}
-			distinct, _ := rcv.counts()
-			if st.Written != int64(distinct) || st.Written != 2*batchSize || st.Unsent != st.Read-st.Written {
-				t.Errorf("%+v: the receiver holds %d", st, distinct)
-			}
-		})
+				if took > time.Second {
+					t.Errorf("Run returned %v after the cancel", took)
+				}
+				distinct, _ := rcv.counts()
+				wantUnanswered, held := int64(0), int64(0)
+				switch mode {
+				case "hang":
+					wantUnanswered = batchSize
+				case "hang after storing":
+					wantUnanswered, held = batchSize, batchSize
+				}
+				if st.Written != 2*batchSize || st.Written+held != int64(distinct) || st.Unanswered != wantUnanswered ||
+					st.Unsent != st.Read-st.Written-st.Unanswered {
+					t.Errorf("%+v: the receiver holds %d, want %d written and %d unanswered", st, distinct, 2*batchSize, wantUnanswered)
+				}
+			})
+		}
 	}
 }
 
@@ -429,7 +517,7 @@ func TestOTLPPartialSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := openArchive(t, "seedtables/seedtables")
-	st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}}, NewOTLPSink(exp))
+	st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}}, NewOTLPSink(exp, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

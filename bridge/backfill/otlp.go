@@ -2,7 +2,10 @@ package backfill
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,6 +14,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
@@ -23,24 +30,58 @@ type Exporter interface {
 	Shutdown(context.Context) error
 }
 
-// OTLPSink sends samples with their original timestamps through an OTLP
-// exporter: counters as monotonic cumulative sums (start time: Sample.Start,
-// the live push's rule), other metrics as gauges, named
-// with their PCP names and UCUM units as the live push names them. A failed
-// export (after the exporter's retries) stops the backfill; data points a
-// receiver refuses in a partial success are counted as rejected.
+// OTLPSink sends samples with their original timestamps over OTLP:
+// counters as monotonic cumulative sums (start time: Sample.Start, the live
+// push's rule), other metrics as gauges, named with their PCP names and UCUM
+// units as the live push names them. Requests are retried as remote write
+// retries them (retrier): over HTTP a 4xx other than 429 rejects the batch
+// (counted with the receiver's reason; the run goes on), 429, 5xx and
+// network errors are retried (after Retry-After when given); over gRPC the
+// codes OTLP calls retryable (UNAVAILABLE, RESOURCE_EXHAUSTED, ABORTED,
+// OUT_OF_RANGE, DATA_LOSS, DEADLINE_EXCEEDED, CANCELLED) are retried and the
+// others reject the batch. Data points a receiver refuses in a partial
+// success are counted as rejected.
 //
-// Idempotence: a retried or rerun export is stored again by receivers that
-// keep every point (the collector passes each on); a Prometheus receiver
-// behind it ignores equal samples, VictoriaMetrics needs
-// -dedup.minScrapeInterval.
+// Idempotence: a request whose answer is lost (timeout) is sent again and
+// counted as possibly duplicated; receivers that keep every point (the
+// collector passes each on) store it twice; a Prometheus receiver behind
+// it ignores equal samples, VictoriaMetrics needs -dedup.minScrapeInterval.
 type OTLPSink struct {
-	exp Exporter
+	exp Exporter // gRPC (the SDK's exporter, its own retries off)
+
+	url     string // HTTP: the /v1/metrics URL
+	client  *http.Client
+	headers map[string]string
+
+	Logger *slog.Logger
+	// MaxRetryTime, MinBackoff, MaxBackoff and MaxRetryAfter are as
+	// RemoteWriteSink's; Retries counts the retried requests.
+	MaxRetryTime, MinBackoff, MaxBackoff, MaxRetryAfter time.Duration
+	Retries                                             int
 }
 
-// NewOTLPSink sends through exp.
-func NewOTLPSink(exp Exporter) *OTLPSink {
-	return &OTLPSink{exp: exp}
+// NewOTLPSink sends through exp, an exporter whose own retries are off
+// (OTLPConfig.NoRetry): gRPC.
+func NewOTLPSink(exp Exporter, logger *slog.Logger) *OTLPSink {
+	s := newOTLPSink(logger)
+	s.exp = exp
+	return s
+}
+
+// NewOTLPHTTPSink posts OTLP/HTTP protobuf requests to url (the
+// /v1/metrics endpoint) with client, adding headers.
+func NewOTLPHTTPSink(url string, client *http.Client, headers map[string]string, logger *slog.Logger) *OTLPSink {
+	s := newOTLPSink(logger)
+	s.url, s.client, s.headers = url, client, headers
+	return s
+}
+
+func newOTLPSink(logger *slog.Logger) *OTLPSink {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &OTLPSink{Logger: logger, MaxRetryTime: 10 * time.Minute, MinBackoff: 100 * time.Millisecond,
+		MaxBackoff: 5 * time.Second, MaxRetryAfter: 5 * time.Minute}
 }
 
 // Write exports one batch as one request per host.
@@ -96,6 +137,8 @@ func (s *OTLPSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
 		}
 	}
 	var out Outcome
+	r := &retrier{what: "otlp", logger: s.Logger, maxRetryTime: s.MaxRetryTime, minBackoff: s.MinBackoff,
+		maxBackoff: s.MaxBackoff, maxRetryAfter: s.MaxRetryAfter, retries: &s.Retries}
 	for _, rk := range resOrder {
 		rm := metricdata.ResourceMetrics{Resource: resources[rk], ScopeMetrics: []metricdata.ScopeMetrics{{Scope: bridge.Scope}}}
 		for _, k := range order {
@@ -103,20 +146,95 @@ func (s *OTLPSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
 				rm.ScopeMetrics[0].Metrics = append(rm.ScopeMetrics[0].Metrics, *metrics[k])
 			}
 		}
-		err := s.exp.Export(ctx, &rm)
 		n := points[rk]
-		if err != nil {
-			rej, msg, ok := partialSuccess(err)
-			if !ok {
+		var rej int
+		var rejMsg string
+		var attempt func(context.Context) error
+		if s.exp != nil {
+			attempt = func(ctx context.Context) error {
+				err := s.exp.Export(ctx, &rm)
+				if err == nil {
+					return nil
+				}
+				if p, msg, ok := partialSuccess(err); ok {
+					rej, rejMsg = p, msg
+					return nil
+				}
+				return grpcError(err)
+			}
+		} else {
+			body, err := proto.Marshal(exportRequest(&rm))
+			if err != nil {
 				return out, fmt.Errorf("otlp: %w", err)
 			}
-			rej = min(rej, n)
-			out.Rejected = append(out.Rejected, Rejection{Reason: "partial success", N: rej, Detail: msg})
-			n -= rej
+			attempt = func(ctx context.Context) error {
+				b, err := post(ctx, s.client, s.url, s.httpHeaders(), body, true)
+				if err == nil {
+					rej, rejMsg = httpPartialSuccess(b)
+				}
+				return err
+			}
 		}
-		out.Accepted += n
+		res, err := r.do(ctx, attempt)
+		var re *rejectedError
+		if errors.As(err, &re) {
+			out.Rejected = append(out.Rejected, Rejection{Reason: re.reason, N: n, Detail: re.Error()})
+			continue
+		}
+		o := res.outcome(n, err)
+		out.Unanswered += o.Unanswered
+		if err != nil {
+			return out, err
+		}
+		if rej = min(rej, n); rej > 0 || rejMsg != "" {
+			out.Rejected = append(out.Rejected, Rejection{Reason: "partial success", N: rej, Detail: rejMsg})
+		}
+		out.Accepted += n - rej
+		if o.Duplicated > 0 {
+			out.Duplicated += n - rej
+		}
 	}
 	return out, nil
+}
+
+func (s *OTLPSink) httpHeaders() map[string]string {
+	h := map[string]string{"Content-Type": "application/x-protobuf"}
+	for k, v := range s.headers {
+		h[k] = v
+	}
+	return h
+}
+
+// httpPartialSuccess reads the partial success of an OTLP/HTTP answer's
+// body (an ExportMetricsServiceResponse; empty when all was accepted).
+func httpPartialSuccess(b []byte) (rejected int, msg string) {
+	var resp colmetricpb.ExportMetricsServiceResponse
+	if len(b) == 0 || proto.Unmarshal(b, &resp) != nil || resp.PartialSuccess == nil {
+		return 0, ""
+	}
+	ps := resp.PartialSuccess
+	if ps.RejectedDataPoints == 0 && ps.ErrorMessage == "" {
+		return 0, ""
+	}
+	return int(ps.RejectedDataPoints), "OTLP partial success: " + ps.ErrorMessage
+}
+
+// grpcError classes a failed gRPC export by its status code, as the OTLP
+// specification does: retryable codes become a retryAfterError (a
+// DEADLINE_EXCEEDED stays an error whose answer was lost), the others a
+// rejection.
+func grpcError(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err // no answer: retried, possibly stored
+	}
+	switch st.Code() {
+	case codes.DeadlineExceeded:
+		return err
+	case codes.Canceled, codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.OutOfRange, codes.DataLoss:
+		return &retryAfterError{msg: err.Error()}
+	}
+	return &rejectedError{reason: "gRPC " + st.Code().String(), msg: err.Error()}
 }
 
 // partialSuccessRE matches the error the OTLP exporters return for a
@@ -162,6 +280,9 @@ func resourceKey(attrs []mapping.LabelPair) string {
 
 // Close shuts the exporter down.
 func (s *OTLPSink) Close() error {
+	if s.exp == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return s.exp.Shutdown(ctx)

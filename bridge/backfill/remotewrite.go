@@ -1,11 +1,9 @@
 package backfill
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -19,7 +17,7 @@ import (
 
 // RemoteWriteSink sends samples with Prometheus remote write 1.0 (snappy
 // protobuf WriteRequest) in batches, in time order, as Prometheus's own
-// remote-write client does: network errors, 5xx and 429 answers are retried
+// remote-write client does (retrier): network errors, 5xx and 429 answers are retried
 // with exponential backoff, or after the receiver's Retry-After (the same
 // request, so a sample is never dropped); another 4xx answer rejects the
 // batch for good (counted with the receiver's reason, and the run goes on).
@@ -27,7 +25,7 @@ import (
 // again, whatever happens to the rest of the answer.
 //
 // Idempotence: a request that times out or loses its answer after the
-// receiver stored it is sent again. Prometheus ignores a sample equal to
+// receiver stored it is sent again (counted as possibly duplicated). Prometheus ignores a sample equal to
 // the one it holds (same series, timestamp and value), so retries and
 // reruns add nothing; VictoriaMetrics stores it twice unless it runs with
 // -dedup.minScrapeInterval (1ms keeps one sample per timestamp).
@@ -97,71 +95,32 @@ func (s *RemoteWriteSink) Write(ctx context.Context, batch []Sample) (Outcome, e
 	}
 	s.buf = b
 	s.comp = snappy.Encode(s.comp[:cap(s.comp)], b)
-	err := s.send(ctx, s.comp)
+	res, err := s.retrier().do(ctx, func(ctx context.Context) error {
+		_, err := post(ctx, s.Client, s.URL, s.headers(), s.comp, false)
+		return err
+	})
 	var rej *rejectedError
-	switch {
-	case err == nil:
-		return Outcome{Accepted: len(batch)}, nil
-	case errors.As(err, &rej):
+	if errors.As(err, &rej) {
 		return Outcome{Rejected: []Rejection{{Reason: rej.reason, N: len(batch), Detail: rej.Error()}}}, nil
 	}
-	return Outcome{}, err
+	return res.outcome(len(batch), err), err
 }
 
-// ErrRejected wraps a 4xx answer of the receiver.
-var ErrRejected = errors.New("remote write rejected")
-
-// rejectedError is a 4xx answer other than 429: the batch is invalid for
-// the receiver.
-type rejectedError struct {
-	reason string // class, for counting
-	msg    string
+func (s *RemoteWriteSink) retrier() *retrier {
+	return &retrier{what: "remote write", logger: s.Logger, maxRetryTime: s.MaxRetryTime, minBackoff: s.MinBackoff,
+		maxBackoff: s.MaxBackoff, maxRetryAfter: s.MaxRetryAfter, retries: &s.Retries}
 }
 
-func (e *rejectedError) Error() string { return e.msg }
-func (e *rejectedError) Unwrap() error { return ErrRejected }
-
-// retryAfterError is a 429 or 5xx answer, with the wait it asks for.
-type retryAfterError struct {
-	msg  string
-	wait time.Duration // 0: none given
-}
-
-func (e *retryAfterError) Error() string { return e.msg }
-
-func (s *RemoteWriteSink) send(ctx context.Context, body []byte) error {
-	backoff := s.MinBackoff
-	deadline := time.Now().Add(s.MaxRetryTime)
-	for attempt := 0; ; attempt++ {
-		err := s.post(ctx, body)
-		if err == nil {
-			return nil
-		}
-		if errors.Is(err, ErrRejected) {
-			return err
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("remote write: interrupted after %d attempts: %w", attempt+1, ctx.Err())
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("remote write: giving up after %d attempts: %w", attempt+1, err)
-		}
-		wait := backoff
-		var ra *retryAfterError
-		if errors.As(err, &ra) && ra.wait > 0 {
-			wait = min(ra.wait, s.MaxRetryAfter)
-		}
-		s.Retries++
-		s.Logger.Warn("remote write failed, retrying", "err", err, "wait", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("remote write: interrupted after %d attempts (last: %v): %w", attempt+1, err, ctx.Err())
-		case <-t.C:
-		}
-		backoff = min(2*backoff, s.MaxBackoff)
+func (s *RemoteWriteSink) headers() map[string]string {
+	h := map[string]string{
+		"Content-Encoding":                  "snappy",
+		"Content-Type":                      "application/x-protobuf",
+		"X-Prometheus-Remote-Write-Version": "0.1.0",
 	}
+	for k, v := range s.Headers {
+		h[k] = v
+	}
+	return h
 }
 
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
@@ -176,39 +135,6 @@ func parseRetryAfter(h string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
-}
-
-func (s *RemoteWriteSink) post(ctx context.Context, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
-	if err != nil {
-		return &rejectedError{reason: "bad request", msg: err.Error()}
-	}
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("User-Agent", "pcp-exporter")
-	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	for k, v := range s.Headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := s.Client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 == 2 {
-		// acknowledged: the body is not waited for
-		return nil
-	}
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	text := fmt.Sprintf("%s: %s: %s", s.URL, resp.Status, bytes.TrimSpace(msg))
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode/100 == 5 {
-		return &retryAfterError{msg: text, wait: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
-	}
-	reason, hint := rejectionCause(resp.StatusCode, string(msg))
-	if hint != "" {
-		text += " (" + hint + ")"
-	}
-	return &rejectedError{reason: reason, msg: text}
 }
 
 // rejectionCause classifies a refusal by the receiver's message, and says

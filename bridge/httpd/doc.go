@@ -2,7 +2,8 @@
 // package bridge: its timeouts and connection limit (Config.Server), its
 // listeners (addresses, vsock:// addresses or systemd's sockets: Listen),
 // serving until a context ends (Serve), the log of refused credentials
-// (LogFailedLogins), the read-only method check (GetOnly), liveness and
+// (LogFailedLogins), the server's own errors as structured lines, once per
+// cause (ErrorLog), the read-only method check (GetOnly), liveness and
 // readiness (Watchdog, Readiness) and configuration reloads on SIGHUP and
 // POST /-/reload (Reloader). TLS and basic authentication are the
 // Prometheus exporter-toolkit's, whose flags it takes.

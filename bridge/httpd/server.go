@@ -190,19 +190,24 @@ func Serve(ctx context.Context, listeners []net.Listener, server *http.Server, w
 	}
 }
 
-// LogFailedLogins makes server log refused credentials (a 401 answer to a
-// request that sent some), at most one line per interval with the count
+// LogFailedLogins guards server's basic authentication (see LoginGuard)
+// and logs refused credentials (a 401 answer to a request that sent some,
+// or a 429 of the guard), at most one line per interval with the count
 // since the last one. The toolkit answers them itself, in the handler it
 // puts around server.Handler when it starts serving (web.Serve), before
 // any handler of ours: the listener's first Accept, which the serving
-// goroutine calls after that, puts this log around the toolkit's handler.
+// goroutine calls after that, puts the guard around the toolkit's handler.
 // With several listeners the toolkit's goroutines each wrap the handler
-// at once, so failed logins are logged for one listener only.
-func LogFailedLogins(server *http.Server, ls []net.Listener, logger *slog.Logger, interval time.Duration) []net.Listener {
+// at once, so logins are guarded and logged for one listener only.
+func LogFailedLogins(server *http.Server, ls []net.Listener, logger *slog.Logger, interval time.Duration, guard *LoginGuard) []net.Listener {
 	if len(ls) != 1 {
 		return ls
 	}
-	fl := &failedLogins{logger: logger, interval: interval}
+	if guard == nil {
+		guard = &LoginGuard{}
+	}
+	guard.init()
+	fl := &failedLogins{logger: logger, interval: interval, guard: guard}
 	return []net.Listener{&hookListener{Listener: ls[0], hook: func() {
 		fl.next = server.Handler
 		server.Handler = fl
@@ -220,16 +225,18 @@ func (l *hookListener) Accept() (net.Conn, error) {
 	return l.Listener.Accept()
 }
 
-// failedLogins logs the requests that next refuses with 401 although they
-// carried credentials.
+// failedLogins guards the logins of next and logs the requests it
+// refuses although they carried credentials.
 type failedLogins struct {
 	next     http.Handler
 	logger   *slog.Logger
 	interval time.Duration
+	guard    *LoginGuard
 
-	mu     sync.Mutex
-	last   time.Time
-	missed int
+	mu      sync.Mutex
+	last    time.Time
+	missed  int
+	limited int
 }
 
 type statusWriter struct {
@@ -247,21 +254,51 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (fl *failedLogins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	user, _, hasAuth := r.BasicAuth()
+	user, pass, hasAuth := r.BasicAuth()
 	if !hasAuth {
 		fl.next.ServeHTTP(w, r)
 		return
 	}
-	sw := &statusWriter{ResponseWriter: w}
-	fl.next.ServeHTTP(sw, r)
-	if sw.code != http.StatusUnauthorized {
+	g := fl.guard
+	key := g.key(user, pass)
+	switch g.known(key) {
+	case verdictGood:
+		fl.next.ServeHTTP(w, r)
+		return
+	case verdictBad:
+		w.Header().Set("WWW-Authenticate", "Basic")
+		http.Error(w, http.StatusText(http.StatusUnauthorized), http.StatusUnauthorized)
+		fl.failed(user, r, false)
 		return
 	}
+	if !g.allow(r.RemoteAddr) {
+		g.tarpit(r.Context())
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many logins to verify: retry later", http.StatusTooManyRequests)
+		fl.failed(user, r, true)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	fl.next.ServeHTTP(sw, r)
+	switch {
+	case sw.code == http.StatusUnauthorized:
+		g.remember(key, verdictBad)
+		fl.failed(user, r, false)
+	case sw.code != http.StatusTooManyRequests && sw.code < 500:
+		g.remember(key, verdictGood)
+	}
+}
+
+// failed logs a refused login, at most one line per interval.
+func (fl *failedLogins) failed(user string, r *http.Request, limited bool) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
+	if limited {
+		fl.limited++
+	}
 	if now := time.Now(); now.Sub(fl.last) >= fl.interval {
-		fl.logger.Warn("failed login", "user", user, "remote", r.RemoteAddr, "path", r.URL.Path, "failed_since_last_line", fl.missed+1)
-		fl.last, fl.missed = now, 0
+		fl.logger.Warn("failed login", "user", user, "remote", r.RemoteAddr, "path", r.URL.Path, "failed_since_last_line", fl.missed+1, "refused_unverified_since_last_line", fl.limited)
+		fl.last, fl.missed, fl.limited = now, 0, 0
 		return
 	}
 	fl.missed++

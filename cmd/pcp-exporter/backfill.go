@@ -166,6 +166,12 @@ func printSummary(w io.Writer, kind string, st backfill.Stats, took time.Duratio
 		fmt.Fprintf(w, ", %s .. %s", st.First.UTC().Format(time.RFC3339Nano), st.Last.UTC().Format(time.RFC3339Nano))
 	}
 	fmt.Fprintf(w, " in %.2fs\n", took.Seconds())
+	if st.Unanswered > 0 {
+		fmt.Fprintf(w, "backfill: %d sent without an answer when the run stopped: %s may hold them\n", st.Unanswered, kind)
+	}
+	if st.Duplicated > 0 {
+		fmt.Fprintf(w, "backfill: %d possibly duplicated: sent again after a lost answer, %s may hold them twice\n", st.Duplicated, kind)
+	}
 	var reasons []string
 	for k := range st.Skipped {
 		reasons = append(reasons, k)
@@ -305,16 +311,19 @@ func backfillOutput(ctx context.Context, f *backfillFlags, kind, dest string, lo
 			return st, err
 		}, nil
 	case "otlp-grpc", "otlp-http":
-		oc := &bridge.OTLPConfig{Endpoint: dest, Protocol: "grpc", Timeout: 30 * time.Second, Interval: 5 * time.Minute, Insecure: f.otlpInsecure, Headers: f.otlpHeaders}
+		oc := &bridge.OTLPConfig{Endpoint: dest, Protocol: "grpc", Timeout: 30 * time.Second, Interval: 5 * time.Minute, Insecure: f.otlpInsecure, Headers: f.otlpHeaders, NoRetry: true}
 		if kind == "otlp-http" {
-			oc.Protocol = "http/protobuf"
+			u, client, err := oc.HTTPTarget()
+			if err != nil {
+				return nil, fmt.Errorf("otlp: %w", err)
+			}
+			return runSink(backfill.NewOTLPHTTPSink(u, client, f.otlpHeaders, logger)), nil
 		}
 		exp, err := oc.Exporter(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("otlp: %w", err)
 		}
-		sink := backfill.NewOTLPSink(exp)
-		return runSink(sink), nil
+		return runSink(backfill.NewOTLPSink(exp, logger)), nil
 	}
 	return nil, usagef("--output %q: unknown destination %q", f.output, kind)
 }

@@ -446,7 +446,8 @@ func runServe(f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	listeners = httpd.LogFailedLogins(server, listeners, logger, 10*time.Second)
+	server.ErrorLog = httpd.ErrorLog(logger, time.Minute)
+	listeners = httpd.LogFailedLogins(server, listeners, logger, 10*time.Second, &httpd.LoginGuard{WebConfigFile: *f.web.WebConfigFile})
 	logger.Info("starting pcp-exporter", "version", version.Info(), "sources", len(srcs),
 		"read_timeout", f.http.ReadTimeout, "write_timeout", f.http.WriteTimeout, "idle_timeout", f.http.IdleTimeout, "max_connections", f.http.MaxConns)
 	return httpd.Serve(ctx, listeners, server, f.web, logger)

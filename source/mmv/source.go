@@ -292,6 +292,13 @@ func (f *File) Close() error {
 // headers or assigned (lowest unused number from 1), and the whole
 // directory is reloaded when it changes (mtime), when a file changes
 // generation, when a PROCESS writer exits, or when a file was in flux.
+//
+// The directory is listed again by Metrics (and Files), not by Fetch: a
+// fetch reads the files the last Metrics listed (still mapped when renamed
+// or removed since) and reloads only when one of them changed generation,
+// was cut short or lost its writer. A directory whose entries change
+// without end (a file swapped with a FIFO in a loop) thus still gives each
+// reader one metric set from Metrics to Fetch (see MetricsEpoch).
 type Dir struct {
 	dir  string
 	opts Options
@@ -302,7 +309,8 @@ type Dir struct {
 	status    []FileStatus
 	stamp     dirStamp
 	stampErr  error
-	reloadDue bool
+	reloadDue bool // at the next listing refresh: a file was in flux
+	fetchDue  bool // at the next refresh: a fetch found a file changed or cut short
 	loadedAt  bool
 	closed    bool
 	loading   []*loaded // the files of a reload in progress
@@ -338,8 +346,9 @@ func (d *Dir) signature() string {
 }
 
 var (
-	_ source.Source    = (*Dir)(nil)
-	_ source.Monitored = (*Dir)(nil)
+	_ source.Source      = (*Dir)(nil)
+	_ source.Monitored   = (*Dir)(nil)
+	_ source.EpochLister = (*Dir)(nil)
 )
 
 type dirStamp struct {
@@ -358,7 +367,7 @@ func OpenDir(dir string, opts Options) (*Dir, error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("mmv: %w", err)
 	}
-	d.refresh()
+	d.refresh(true)
 	return d, nil
 }
 
@@ -373,16 +382,18 @@ func (d *Dir) stampNow() (dirStamp, error) {
 	return dirStamp{mtime: time.Unix(st.Mtim.Unix()), dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil
 }
 
-// refresh reloads the directory when pmdammv would. A file cut short under
-// its mapping makes it reload (mapping every file again, at its size now).
-func (d *Dir) refresh() {
+// refresh reloads the directory when pmdammv would (listing: the
+// directory changed too, else only when a file of the view went bad). A
+// file cut short under its mapping makes it reload (mapping every file
+// again, at its size now).
+func (d *Dir) refresh(listing bool) {
 	for i := 0; ; i++ {
-		err := guard(d.mappings, d.dir, d.refreshMapped)
+		err := guard(d.mappings, d.dir, func() { d.refreshMapped(listing) })
 		if err == nil {
 			return
 		}
 		d.log.Warn("mmv: reloading the directory", "reason", err)
-		d.reloadDue, d.loading = true, nil
+		d.fetchDue, d.loading = true, nil
 		if i == 2 { // cut short again and again: export nothing this time
 			d.v = buildView(nil, d.log)
 			return
@@ -404,11 +415,27 @@ func (d *Dir) mappings() []*mapping {
 	return ms
 }
 
-func (d *Dir) refreshMapped() {
+// refreshMapped reloads when a file of the view changed generation or lost
+// its writer, or a fetch found it changed (fetchDue); with listing also
+// when the directory changed or a file skipped at the last reload may be
+// ready now.
+func (d *Dir) refreshMapped(listing bool) {
 	if d.closed {
 		return
 	}
-	need := d.reloadDue || !d.loadedAt
+	need := d.fetchDue || !d.loadedAt
+	if !need && d.v != nil {
+		for _, f := range d.v.files {
+			if !f.current() || (d.opts.PIDCheck && !f.processAlive(f.hdr)) {
+				need = true
+				break
+			}
+		}
+	}
+	if !need && !listing {
+		return
+	}
+	need = need || d.reloadDue
 	stamp, err := d.stampNow()
 	if err != nil {
 		if d.stampErr == nil || d.stampErr.Error() != err.Error() {
@@ -426,14 +453,6 @@ func (d *Dir) refreshMapped() {
 		if !need && !notYetWritten(p) {
 			// written in place since: no directory change shows it
 			need = true
-		}
-	}
-	if !need && d.v != nil {
-		for _, f := range d.v.files {
-			if !f.current() || (d.opts.PIDCheck && !f.processAlive(f.hdr)) {
-				need = true
-				break
-			}
 		}
 	}
 	if need {
@@ -459,7 +478,7 @@ func (d *Dir) reload() {
 			f.unmap()
 		}
 	}
-	d.v, d.status, d.reloadDue, d.loadedAt = nil, nil, false, true
+	d.v, d.status, d.reloadDue, d.fetchDue, d.loadedAt = nil, nil, false, false, true
 	d.unwritten = d.unwritten[:0]
 	d.sig = d.signature()
 	ents, err := os.ReadDir(d.dir)
@@ -592,14 +611,16 @@ func (d *Dir) Status(time.Time) source.Status {
 func (d *Dir) Files() []FileStatus {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.refresh()
+	d.refresh(true)
 	return append([]FileStatus(nil), d.status...)
 }
 
 // FileCounts returns how many files of the last reload are exported and how
-// many are skipped (source.FileSet).
+// many are skipped (source.FileSet), without listing the directory again.
 func (d *Dir) FileCounts() (exported, skipped int) {
-	for _, f := range d.Files() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, f := range d.status {
 		if f.Exported {
 			exported++
 		} else {
@@ -622,10 +643,18 @@ func (d *Dir) Generation(pmid semantics.PMID) time.Time {
 
 // Metrics returns the metadata of every exported metric in name order.
 func (d *Dir) Metrics() []source.Metric {
+	ms, _ := d.MetricsEpoch()
+	return ms
+}
+
+// MetricsEpoch returns Metrics and the epoch they belong to, read together
+// (source.EpochLister): the directory is listed again here, so an Epoch
+// call before or after Metrics may name another metric set.
+func (d *Dir) MetricsEpoch() ([]source.Metric, uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.refresh()
-	return d.v.metricList()
+	d.refresh(true)
+	return d.v.metricList(), d.epoch
 }
 
 // Instances returns the instances of an instance domain in id order, as
@@ -635,19 +664,20 @@ func (d *Dir) Instances(indom semantics.InDom) []source.Instance {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.loadedAt {
-		d.refresh()
+		d.refresh(true)
 	}
 	return d.v.instances(indom)
 }
 
-// Fetch reads the current values (t is ignored). A PMID no file exports
-// gets semantics.ErrPMID in its ValueSet.
+// Fetch reads the current values of the files the last Metrics listed (t
+// is ignored). A PMID no file exports gets semantics.ErrPMID in its
+// ValueSet.
 func (d *Dir) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	prepare(res, len(pmids))
 	for attempt := 0; ; attempt++ {
-		d.refresh()
+		d.refresh(false)
 		res.Time = time.Now()
 		var ok bool
 		if err := guard(d.mappings, d.dir, func() { ok = d.v.fill(pmids, res, res.Time) }); err != nil {
@@ -657,7 +687,7 @@ func (d *Dir) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) err
 		if ok {
 			return nil
 		}
-		d.reloadDue = true
+		d.fetchDue = true
 		if attempt == fetchAttempts {
 			return fmt.Errorf("mmv: %s: files changed generation during %d reads", d.dir, fetchAttempts+1)
 		}
