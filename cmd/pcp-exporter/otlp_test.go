@@ -221,7 +221,7 @@ func TestOTLPPushToCollector(t *testing.T) {
 	}
 	defer rp.Close()
 	at := rp.Start().Add(20 * time.Second)
-	mapper, err := newMapper("", "default", false)
+	mapper, err := newMapper("", "default", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestOTLPPushAndBackfillAgree(t *testing.T) {
 	}
 	defer rp.Close()
 	at := rp.Start().Add(90 * time.Second)
-	mapper, err := newMapper("", "default", false)
+	mapper, err := newMapper("", "default", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

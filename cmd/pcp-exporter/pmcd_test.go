@@ -569,7 +569,7 @@ func TestOTLPPushFromPMCD(t *testing.T) {
 		t.Skipf("no local pmcd: %v", err)
 	}
 	defer s.Close()
-	mapper, err := newMapper("", "default", false)
+	mapper, err := newMapper("", "default", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

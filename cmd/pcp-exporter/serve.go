@@ -64,6 +64,7 @@ type serveFlags struct {
 	mappingFile    string
 	naming         string
 	fullLabels     bool
+	lean           leanFlags
 	maxRequests    int
 	http           *httpd.Config
 	omCreated      bool
@@ -101,6 +102,7 @@ func serveCommand() command {
 			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels).").PlaceHolder("FILE").StringVar(&f.mappingFile)
 			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units) or pmproxy (as pmproxy's /metrics).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
 			fullLabelsFlag(cmd, &f.fullLabels)
+			withFlag(cmd, &f.lean)
 			f.derived = addDerivedFlags(cmd)
 			f.pmcd = addPMCDFlags(cmd, true)
 			f.otlp = addOTLPFlags(cmd)
@@ -109,9 +111,9 @@ func serveCommand() command {
 	}
 }
 
-// newMapper builds the mapper of --mapping.config, --naming and (when
-// set) --mapping.full-labels.
-func newMapper(file, naming string, fullLabels bool) (*mapping.Mapper, error) {
+// newMapper builds the mapper of --mapping.config, --naming, (when
+// set) --mapping.full-labels, and the lean rules' flags (nil: none).
+func newMapper(file, naming string, fullLabels bool, lean *leanFlags) (*mapping.Mapper, error) {
 	var cfg *mapping.Config
 	if file != "" {
 		c, err := mapping.LoadConfig(file)
@@ -124,7 +126,8 @@ func newMapper(file, naming string, fullLabels bool) (*mapping.Mapper, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	opts := mapping.Options{Naming: &n}
+	opts := lean.options()
+	opts.Naming = &n
 	if fullLabels {
 		opts.FullLabels = &fullLabels
 	}
@@ -330,7 +333,8 @@ func runServe(f *serveFlags) error {
 		return err
 	}
 	logger := clipLogger(promslog.New(&f.log))
-	mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels)
+	f.lean.metrics = f.pmcd.metrics
+	mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels, &f.lean)
 	if err != nil {
 		return err
 	}
