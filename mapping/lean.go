@@ -83,24 +83,26 @@ func IsSecret(name string) bool {
 	return false
 }
 
-// LeanEntry returns the LeanDefault entry that leaves a metric out ("" for
-// none), regardless of any selection.
-func LeanEntry(md *source.Metric) string {
+// LeanEntries appends the LeanDefault entries that leave a metric out
+// (its subtree, InstantStrings), regardless of any selection.
+func LeanEntries(md *source.Metric, out []string) []string {
 	for _, e := range LeanDefault {
 		if e.Name == InstantStrings {
 			if md.Desc.Type == semantics.TypeString && md.Desc.Sem != semantics.SemDiscrete {
-				return e.Name
+				out = append(out, e.Name)
 			}
 			continue
 		}
 		if md.Name == e.Name || strings.HasPrefix(md.Name, e.Name) && md.Name[len(e.Name)] == '.' {
-			return e.Name
+			out = append(out, e.Name)
 		}
 	}
-	return ""
+	return out
 }
 
-// leanRule says whether the secret and lean-default rules leave md out.
+// leanRule says whether the secret and lean-default rules leave md out:
+// each entry that applies must be turned on (a subtree also by a
+// selection that takes the name).
 func (m *Mapper) leanRule(md *source.Metric) SkipReason {
 	if m.named[md.Name] {
 		return ""
@@ -108,11 +110,13 @@ func (m *Mapper) leanRule(md *source.Metric) SkipReason {
 	if IsSecret(md.Name) {
 		return SkipSecret
 	}
-	e := LeanEntry(md)
-	if e == "" || m.with[e] || e != InstantStrings && m.selectedBy(md.Name) {
-		return ""
+	var buf [2]string
+	for _, e := range LeanEntries(md, buf[:0]) {
+		if !m.with[e] && (e == InstantStrings || !m.selectedBy(md.Name)) {
+			return SkipDefaultOff
+		}
 	}
-	return SkipDefaultOff
+	return ""
 }
 
 // setLean records the options and configuration of the lean rules.
