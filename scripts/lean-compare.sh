@@ -42,19 +42,29 @@ YML
 prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" --web.listen-address="$PROM" >"$dir/prom.log" 2>&1 &
 pids+=($!)
 sleep "$DURATION"
-q() { curl -s "http://$PROM/api/v1/query" --data-urlencode "query=$1" | sed -n 's/.*"value":\[[^,]*,"\([^"]*\)"\].*/\1/p'; }
+q() {
+	local r v
+	r=$(curl -s "http://$PROM/api/v1/query" --data-urlencode "query=$1")
+	v=$(printf %s "$r" | sed -n 's/.*"value":\[[^,]*,"\([^"]*\)"\].*/\1/p')
+	[ -n "$v" ] || echo "query $1: $r" >&2
+	echo "$v"
+}
 win=$((DURATION + 60))
 printf '%-34s %14s %14s\n' "uptime: $(uptime | sed 's/.*load/load/')" pcp-exporter node_exporter
 row() { printf '%-34s %14s %14s\n' "$1" "$2" "$3"; }
 row "samples per scrape (last)" "$(q 'scrape_samples_scraped{job="pcp-exporter"}')" "$(q 'scrape_samples_scraped{job="node_exporter"}')"
 row "scrapes" "$(q "count_over_time(up{job=\"pcp-exporter\"}[${win}s])")" "$(q "count_over_time(up{job=\"node_exporter\"}[${win}s])")"
-# series created after the first scrape: series whose first sample is later
-# than the job's first scrape (self-metrics apart: pcp_exporter_, go_, process_, promhttp_)
+# series created after the first scrape: the job's series over the run less
+# those of its first scrape (self-metrics apart: pcp_exporter_, go_,
+# process_, promhttp_, node_scrape_)
+self='pcp_exporter_.*|go_.*|process_.*|promhttp_.*|node_scrape_.*'
 created() {
-	q "count(min_over_time(timestamp({job=\"$1\",__name__!~\"$2\"})[${win}s:15s]) > scalar(min_over_time(timestamp(up{job=\"$1\"})[${win}s:15s])) + 20) or vector(0)"
+	local t0
+	t0=$(q "min_over_time(timestamp(up{job=\"$1\"})[${win}s:15s])")
+	q "count(last_over_time({job=\"$1\",__name__!~\"$self\"}[${win}s])) - count({job=\"$1\",__name__!~\"$self\"} @ $(awk -v t="$t0" 'BEGIN{printf "%.3f", t + 1}'))"
 }
-row "series created after 1st scrape" "$(created pcp-exporter 'pcp_exporter_.*|go_.*|process_.*|promhttp_.*')" "$(created node_exporter 'node_scrape_.*|go_.*|process_.*|promhttp_.*')"
-row "distinct series in the run" "$(q "count(count_over_time({job=\"pcp-exporter\"}[${win}s]))")" "$(q "count(count_over_time({job=\"node_exporter\"}[${win}s]))")"
+row "series created after 1st scrape" "$(created pcp-exporter)" "$(created node_exporter)"
+row "distinct series in the run" "$(q "count(last_over_time({job=\"pcp-exporter\"}[${win}s]))")" "$(q "count(last_over_time({job=\"node_exporter\"}[${win}s]))")"
 sz() { curl -s "$@" | wc -c; }
 row "bytes per scrape, plain" "$(sz "http://$PCPX/metrics")" "$(sz "http://$NE/metrics")"
 row "bytes per scrape, gzip" "$(sz -H 'Accept-Encoding: gzip' "http://$PCPX/metrics")" "$(sz -H 'Accept-Encoding: gzip' "http://$NE/metrics")"
