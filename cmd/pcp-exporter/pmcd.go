@@ -125,6 +125,10 @@ func openPMCDSources(f *serveFlags, logger *slog.Logger) (srcs []bridge.Source, 
 			logger.Warn("pmcd does not answer yet; its source is down until it does", "pmcd", specs[i], "err", err)
 		}
 		var src source.Source = p
+		if src, err = f.groups.wrap(src); err != nil {
+			closeAll()
+			return nil, nil, false, err
+		}
 		if src, err = f.derived.wrap(src, logger); err != nil {
 			closeAll()
 			return nil, nil, false, err

@@ -70,6 +70,7 @@ type serveFlags struct {
 	omCreated      bool
 	derived        *derivedFlags
 	pmcd           *pmcdFlags
+	groups         *groupFlags
 	// otlp is the push next to /metrics (when an endpoint is set).
 	otlp *bridge.OTLPConfig
 }
@@ -105,6 +106,7 @@ func serveCommand() command {
 			withFlag(cmd, &f.lean)
 			f.derived = addDerivedFlags(cmd)
 			f.pmcd = addPMCDFlags(cmd, true)
+			f.groups = addGroupFlags(cmd)
 			f.otlp = addOTLPFlags(cmd)
 			return func() error { return runServe(f) }
 		},
