@@ -69,11 +69,11 @@ type Source struct {
 
 	mu      sync.Mutex
 	metrics []source.Metric
-	sig     int            // len of the inner metrics the list was made from
-	from    []int          // index in the inner metrics of each group metric's proc metric (-1: none)
-	cmd     int            // index of proc.psinfo.cmd (-1: none)
+	sig     int   // len of the inner metrics the list was made from
+	from    []int // index in the inner metrics of each group metric's proc metric (-1: none)
+	cmd     int   // index of proc.psinfo.cmd (-1: none)
 	own     map[semantics.PMID]int
-	groups  []*group       // by instance id
+	groups  []*group // by instance id
 	byName  map[string]*group
 	members map[int32]*member
 	seen    map[int32]bool
