@@ -19,7 +19,7 @@ if [[ $(id -u) != 0 ]]; then
 	exit 1
 fi
 
-PACKAGES=(pcp python3-pcp libpcp-mmv1-dev libpcp3-dev gcc xz-utils bzip2 zstd prometheus victoria-metrics ca-certificates git shellcheck)
+PACKAGES=(pcp python3-pcp libpcp-mmv1-dev libpcp3-dev gcc xz-utils bzip2 zstd prometheus prometheus-node-exporter victoria-metrics ca-certificates git shellcheck)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
