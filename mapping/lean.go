@@ -1,7 +1,10 @@
 package mapping
 
 import (
+	"fmt"
+	"io"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -47,23 +50,27 @@ const InstantStrings = "instant-strings"
 type LeftOut struct {
 	Name string
 	Why  string
+	// Instances: only the metrics with an instance domain (per process,
+	// client, ...); the subtree's singular ones (proc.nprocs, proc.runq.*)
+	// stay.
+	Instances bool
 }
 
 // LeanDefault is what a run without selection leaves out. The counts are
 // of this project's 2-CPU test VM (docs/performance.md: Lean default).
 var LeanDefault = []LeftOut{
-	{"proc", "per process: about 130 series per PID, new ones with every process"},
-	{"hotproc", "per process, as proc"},
-	{"acct", "per exited process (process accounting)"},
-	{"pmcd.client", "per pmcd client connection"},
-	{"pmcd.pmlogger", "per pmlogger process (instances are PIDs)"},
-	{"pmcd.pmie", "per pmie process (instances are PIDs)"},
-	{"mem.slabinfo", "8 series per slab cache: 1,856 on a 2-CPU VM (node_exporter's slabinfo collector is off by default too)"},
-	{"mem.zoneinfo", "per memory zone and NUMA node: 131 series (node_exporter: zoneinfo off by default)"},
-	{"mem.buddyinfo", "per zone and page order: 66 series (node_exporter: buddyinfo off by default)"},
-	{"mem.numa", "per NUMA node, repeats mem.util on one node: 37 series (node_exporter: meminfo_numa off by default)"},
-	{"kernel.percpu.interrupts", "CPUs times interrupt lines: 64 series on 2 CPUs, thousands on large hosts (node_exporter: interrupts off by default)"},
-	{InstantStrings, "STRING metrics that are not DISCRETE: the value is a label, each change a new series (proc.psinfo.sname, pmcd.services)"},
+	{"proc", "per process: about 130 series per PID, new ones with every process (singular ones such as proc.nprocs and proc.runq stay)", true},
+	{"hotproc", "per process, as proc", true},
+	{"acct", "per exited process (process accounting)", true},
+	{"pmcd.client", "per pmcd client connection", true},
+	{"pmcd.pmlogger", "per pmlogger process (instances are PIDs)", true},
+	{"pmcd.pmie", "per pmie process (instances are PIDs)", true},
+	{"mem.slabinfo", "8 series per slab cache: 1,856 on a 2-CPU VM (node_exporter's slabinfo collector is off by default too)", false},
+	{"mem.zoneinfo", "per memory zone and NUMA node: 131 series (node_exporter: zoneinfo off by default)", false},
+	{"mem.buddyinfo", "per zone and page order: 66 series (node_exporter: buddyinfo off by default)", false},
+	{"mem.numa", "per NUMA node, repeats mem.util on one node: 37 series (node_exporter: meminfo_numa off by default)", false},
+	{"kernel.percpu.interrupts", "CPUs times interrupt lines: 64 series on 2 CPUs, thousands on large hosts (node_exporter: interrupts off by default)", false},
+	{InstantStrings, "STRING metrics that are not DISCRETE: the value is a label, each change a new series (proc.psinfo.sname, pmcd.services)", false},
 }
 
 // SkipSecret and SkipDefaultOff are the reasons of metrics left out by the
@@ -91,6 +98,9 @@ func LeanEntries(md *source.Metric, out []string) []string {
 			if md.Desc.Type == semantics.TypeString && md.Desc.Sem != semantics.SemDiscrete {
 				out = append(out, e.Name)
 			}
+			continue
+		}
+		if e.Instances && md.Desc.InDom == semantics.InDomNull {
 			continue
 		}
 		if md.Name == e.Name || strings.HasPrefix(md.Name, e.Name) && md.Name[len(e.Name)] == '.' {
@@ -179,3 +189,56 @@ func (e *withError) Error() string {
 }
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+// DefaultOffDescription is a LeanDefault entry (or the secrets) in a
+// Description: how many of the source's metrics it leaves out, and the
+// flag that turns it on.
+type DefaultOffDescription struct {
+	Name    string `json:"name"`
+	Metrics int    `json:"metrics"`
+	Flag    string `json:"flag"`
+	Why     string `json:"why"`
+}
+
+// describeDefaultOff counts, per LeanDefault entry and for the secrets,
+// the metrics that the rules left out (why: the skip reasons by name).
+func describeDefaultOff(all []source.Metric, why map[string]SkipReason) []DefaultOffDescription {
+	n := map[string]int{}
+	secrets := 0
+	seen := map[string]bool{}
+	var buf [2]string
+	for i := range all {
+		md := &all[i]
+		if seen[md.Name] {
+			continue
+		}
+		seen[md.Name] = true
+		switch why[md.Name] {
+		case SkipSecret:
+			secrets++
+		case SkipDefaultOff:
+			for _, e := range LeanEntries(md, buf[:0]) {
+				n[e]++
+			}
+		}
+	}
+	out := make([]DefaultOffDescription, 0, len(LeanDefault)+1)
+	for _, e := range LeanDefault {
+		out = append(out, DefaultOffDescription{Name: e.Name, Metrics: n[e.Name], Flag: "--mapping.with=" + e.Name, Why: e.Why})
+	}
+	return append(out, DefaultOffDescription{Name: "secrets", Metrics: secrets, Flag: "--pmcd.metrics=NAME (each written whole)",
+		Why: strings.Join(Secrets, ", ") + ": can carry credentials, command lines and paths"})
+}
+
+// writeDefaultOff prints the DefaultOff list after the table.
+func (d *Description) writeDefaultOff(w io.Writer) error {
+	if len(d.DefaultOff) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nLeft out by default (metrics of this source; README: What a default run leaves out):\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, e := range d.DefaultOff {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Name, e.Metrics, e.Flag, e.Why)
+	}
+	return tw.Flush()
+}

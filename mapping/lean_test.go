@@ -27,8 +27,13 @@ func pminfoMetrics(t *testing.T) []source.Metric {
 		case l == "" || strings.HasPrefix(l, "#"):
 		case !strings.HasPrefix(l, " "):
 			ms = append(ms, source.Metric{Name: l, Desc: semantics.Desc{Type: semantics.TypeU32, InDom: semantics.InDomNull}})
-		case strings.Contains(l, "Data Type: string"):
-			ms[len(ms)-1].Desc.Type = semantics.TypeString
+		case strings.Contains(l, "Data Type:"):
+			if strings.Contains(l, "Data Type: string") {
+				ms[len(ms)-1].Desc.Type = semantics.TypeString
+			}
+			if !strings.Contains(l, "PM_INDOM_NULL") {
+				ms[len(ms)-1].Desc.InDom = semantics.NewInDom(3, 9)
+			}
 		case strings.Contains(l, "Semantics: counter"):
 			ms[len(ms)-1].Desc.Sem = semantics.SemCounter
 		case strings.Contains(l, "Semantics: discrete"):
@@ -74,7 +79,8 @@ func TestLeanRules(t *testing.T) {
 		// exported names among the interesting ones
 		want []string
 	}{
-		{name: "default", want: []string{"kernel.uname.release"}},
+		// proc.nprocs is singular: not per process, exported by default
+		{name: "default", want: []string{"kernel.uname.release", "proc.nprocs"}},
 		// proc.psinfo.cmd is DISCRETE (pminfo -d): an info metric per process
 		{name: "with proc", opts: Options{With: []string{"proc"}}, want: []string{"kernel.uname.release", "proc.nprocs", "proc.psinfo.cmd", "proc.psinfo.utime"}},
 		{name: "with proc and instant strings", opts: Options{With: []string{"proc", InstantStrings}}, want: []string{"kernel.uname.release", "pmcd.services", "proc.nprocs", "proc.psinfo.cmd", "proc.psinfo.utime"}},
