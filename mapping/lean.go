@@ -50,27 +50,23 @@ const InstantStrings = "instant-strings"
 type LeftOut struct {
 	Name string
 	Why  string
-	// Instances: only the metrics with an instance domain (per process,
-	// client, ...); the subtree's singular ones (proc.nprocs, proc.runq.*)
-	// stay.
-	Instances bool
 }
 
 // LeanDefault is what a run without selection leaves out. The counts are
 // of this project's 2-CPU test VM (docs/performance.md: Lean default).
 var LeanDefault = []LeftOut{
-	{"proc", "per process: about 130 series per PID, new ones with every process (singular ones such as proc.nprocs and proc.runq stay)", true},
-	{"hotproc", "per process, as proc", true},
-	{"acct", "per exited process (process accounting)", true},
-	{"pmcd.client", "per pmcd client connection", true},
-	{"pmcd.pmlogger", "per pmlogger process (instances are PIDs)", true},
-	{"pmcd.pmie", "per pmie process (instances are PIDs)", true},
-	{"mem.slabinfo", "8 series per slab cache: 1,856 on a 2-CPU VM (node_exporter's slabinfo collector is off by default too)", false},
-	{"mem.zoneinfo", "per memory zone and NUMA node: 131 series (node_exporter: zoneinfo off by default)", false},
-	{"mem.buddyinfo", "per zone and page order: 66 series (node_exporter: buddyinfo off by default)", false},
-	{"mem.numa", "per NUMA node, repeats mem.util on one node: 37 series (node_exporter: meminfo_numa off by default)", false},
-	{"kernel.percpu.interrupts", "CPUs times interrupt lines: 64 series on 2 CPUs, thousands on large hosts (node_exporter: interrupts off by default)", false},
-	{InstantStrings, "STRING metrics that are not DISCRETE: the value is a label, each change a new series (proc.psinfo.sname, pmcd.services)", false},
+	{"proc", "per process: about 130 series per PID, new ones with every process (kernel.all.nprocs, running and blocked count them)"},
+	{"hotproc", "per process, as proc"},
+	{"acct", "per exited process (process accounting)"},
+	{"pmcd.client", "per pmcd client connection"},
+	{"pmcd.pmlogger", "per pmlogger process (instances are PIDs)"},
+	{"pmcd.pmie", "per pmie process (instances are PIDs)"},
+	{"mem.slabinfo", "8 series per slab cache: 1,856 on a 2-CPU VM (node_exporter's slabinfo collector is off by default too)"},
+	{"mem.zoneinfo", "per memory zone and NUMA node: 131 series (node_exporter: zoneinfo off by default)"},
+	{"mem.buddyinfo", "per zone and page order: 66 series (node_exporter: buddyinfo off by default)"},
+	{"mem.numa", "per NUMA node, repeats mem.util on one node: 37 series (node_exporter: meminfo_numa off by default)"},
+	{"kernel.percpu.interrupts", "CPUs times interrupt lines: 64 series on 2 CPUs, thousands on large hosts (node_exporter: interrupts off by default)"},
+	{InstantStrings, "STRING metrics that are not DISCRETE: the value is a label, each change a new series (proc.psinfo.sname, pmcd.services)"},
 }
 
 // SkipSecret and SkipDefaultOff are the reasons of metrics left out by the
@@ -98,9 +94,6 @@ func LeanEntries(md *source.Metric, out []string) []string {
 			if md.Desc.Type == semantics.TypeString && md.Desc.Sem != semantics.SemDiscrete {
 				out = append(out, e.Name)
 			}
-			continue
-		}
-		if e.Instances && md.Desc.InDom == semantics.InDomNull {
 			continue
 		}
 		if md.Name == e.Name || strings.HasPrefix(md.Name, e.Name) && md.Name[len(e.Name)] == '.' {
@@ -167,6 +160,28 @@ func literal(p string) bool {
 func leanName(w string) bool {
 	for _, e := range LeanDefault {
 		if e.Name == w {
+			return true
+		}
+	}
+	return false
+}
+
+// LeanSubtrees returns the PCP subtrees of LeanDefault that are not
+// turned on in with: a source that can leave them unread (pmcd) does so
+// when no selection takes them.
+func LeanSubtrees(with []string) []string {
+	var out []string
+	for _, e := range LeanDefault {
+		if e.Name != InstantStrings && !contains(with, e.Name) {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
 			return true
 		}
 	}

@@ -79,8 +79,7 @@ func TestLeanRules(t *testing.T) {
 		// exported names among the interesting ones
 		want []string
 	}{
-		// proc.nprocs is singular: not per process, exported by default
-		{name: "default", want: []string{"kernel.uname.release", "proc.nprocs"}},
+		{name: "default", want: []string{"kernel.uname.release"}},
 		// proc.psinfo.cmd is DISCRETE (pminfo -d): an info metric per process
 		{name: "with proc", opts: Options{With: []string{"proc"}}, want: []string{"kernel.uname.release", "proc.nprocs", "proc.psinfo.cmd", "proc.psinfo.utime"}},
 		{name: "with proc and instant strings", opts: Options{With: []string{"proc", InstantStrings}}, want: []string{"kernel.uname.release", "pmcd.services", "proc.nprocs", "proc.psinfo.cmd", "proc.psinfo.utime"}},
@@ -164,13 +163,4 @@ func TestWithUnknown(t *testing.T) {
 	if _, err := ParseConfig([]byte("with: [proc, instant-strings]\n")); err != nil {
 		t.Error(err)
 	}
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -53,3 +53,23 @@ func (l *leanFlags) options() mapping.Options {
 	o.Selected = sel.Selected
 	return o
 }
+
+// pmcdExcludes returns the subtrees pmcd need not even be asked for: the
+// lean default's, when the selection has no include pattern (else the
+// selection decides), less those turned on, and less proc when the process
+// groups read it. Their metadata is most of pmcd's (proc's instances and
+// labels: a read of all of it took minutes on the busy test VM).
+func (l *leanFlags) pmcdExcludes(groups bool) []string {
+	sel, err := pmcd.ParseSelection(l.metrics)
+	if err != nil || len(sel.Include) > 0 {
+		return nil
+	}
+	var out []string
+	for _, t := range mapping.LeanSubtrees(l.with) {
+		if groups && t == "proc" {
+			continue
+		}
+		out = append(out, "-"+t)
+	}
+	return out
+}
