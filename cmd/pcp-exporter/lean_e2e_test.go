@@ -126,16 +126,17 @@ func TestLeanDefaultNoSecretsNoChurn(t *testing.T) {
 		return string(b)
 	}
 	// every source up before the first scrape (pmcd's metadata takes
-	// seconds on a busy host)
-	for deadline := time.Now().Add(4 * time.Minute); ; {
+	// seconds, and minutes on the shared test VM under load: pmcd then
+	// needs 2 minutes for pminfo -dt)
+	for deadline := time.Now().Add(6 * time.Minute); ; {
 		a, b := scrape(live, ""), scrape(follow, "")
 		if !strings.Contains(a+b, `pcp_exporter_source_up{reason="`+`down`) && strings.Count(a, `pcp_exporter_source_up{reason=""`) == 2 && strings.Count(b, `pcp_exporter_source_up{reason=""`) == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("sources not up in 4 minutes:\n%s\n%s", grepLines(a, "pcp_exporter_source_up"), grepLines(b, "pcp_exporter_source_up"))
+			t.Fatalf("sources not up in 6 minutes:\n%s\n%s", grepLines(a, "pcp_exporter_source_up"), grepLines(b, "pcp_exporter_source_up"))
 		}
-		time.Sleep(time.Second)
+		time.Sleep(3 * time.Second)
 	}
 	prom := e2e.StartPrometheus(t, fmt.Sprintf(`global:
   scrape_interval: 5s
