@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"math"
 	"strconv"
@@ -240,16 +239,52 @@ func (s *sourceState) loadMetrics() bool {
 	return true
 }
 
+// signature hashes what the mapping of a metric set depends on: each
+// metric's name and whole descriptor (PMID, type, instance domain,
+// semantics, units), its help texts and its labels. A file re-created under
+// the same name with the same metric names (so the same PMIDs) but another
+// unit or semantics is mapped anew.
 func signature(ms []source.Metric) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
+	h := uint64(fnvOffset)
 	for i := range ms {
-		h.Write([]byte(ms[i].Name))
-		p := uint32(ms[i].Desc.PMID)
-		b[0], b[1], b[2], b[3] = byte(p), byte(p>>8), byte(p>>16), byte(p>>24)
-		h.Write(b[:4])
+		m := &ms[i]
+		h = fnvString(h, m.Name)
+		h = fnvUint32(h, uint32(m.Desc.PMID))
+		h = fnvUint32(h, uint32(m.Desc.Type))
+		h = fnvUint32(h, uint32(m.Desc.InDom))
+		h = fnvUint32(h, uint32(m.Desc.Sem))
+		h = fnvUint32(h, m.Desc.Units.Word())
+		h = fnvString(h, m.OneLine)
+		h = fnvString(h, m.Help)
+		for _, l := range m.Labels {
+			h = fnvString(h, l.Name)
+			h = fnvString(h, l.Value)
+			h = fnvUint32(h, uint32(l.Flags))
+		}
 	}
-	return h.Sum64()
+	return h
+}
+
+// FNV-1a (64 bits) over strings and words, without the hash.Hash64
+// interface's copies; each string is followed by its length, so that
+// adjacent strings cannot run into one another.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return fnvUint32(h, uint32(len(s)))
+}
+
+func fnvUint32(h uint64, v uint32) uint64 {
+	for i := 0; i < 4; i++ {
+		h = (h ^ uint64(byte(v>>(8*i)))) * fnvPrime
+	}
+	return h
 }
 
 func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, visit valueVisitor) error {
