@@ -69,9 +69,10 @@ type Source struct {
 
 	mu      sync.Mutex
 	metrics []source.Metric
-	sig     int   // len of the inner metrics the list was made from
-	from    []int // index in the inner metrics of each group metric's proc metric (-1: none)
-	cmd     int   // index of proc.psinfo.cmd (-1: none)
+	sig     int              // len of the inner metrics the list was made from
+	from    []int            // index in the inner metrics of each group metric's proc metric (-1: none)
+	cmd     int              // index of proc.psinfo.cmd (-1: none)
+	descs   []semantics.Desc // of cmd and the from metrics, when the list was made
 	own     map[semantics.PMID]int
 	groups  []*group // by instance id
 	byName  map[string]*group
@@ -116,7 +117,7 @@ func (s *Source) Metrics() []source.Metric {
 
 // update builds the metric list when the inner one changed.
 func (s *Source) update(ms []source.Metric) {
-	if s.metrics != nil && len(ms) == s.sig {
+	if s.metrics != nil && len(ms) == s.sig && s.same(ms) {
 		return
 	}
 	s.sig = len(ms)
@@ -133,6 +134,7 @@ func (s *Source) update(ms []source.Metric) {
 		return
 	}
 	s.cmd = c
+	s.descs = append(s.descs[:0], ms[c].Desc)
 	for i, gm := range groupMetrics {
 		d := semantics.Desc{PMID: semantics.NewPMID(Domain, 0, uint32(i+1)), Type: semantics.TypeU64, InDom: InDom, Sem: semantics.SemInstant, Units: semantics.Units{DimCount: 1}}
 		s.from[i] = -1
@@ -142,12 +144,33 @@ func (s *Source) update(ms []source.Metric) {
 				continue // the proc agent lacks it
 			}
 			s.from[i] = j
+			s.descs = append(s.descs, ms[j].Desc)
 			d.Sem, d.Units = ms[j].Desc.Sem, ms[j].Desc.Units
 		}
 		s.own[d.PMID] = i
 		s.metrics = append(s.metrics, source.Metric{Name: gm.name, Desc: d, OneLine: gm.oneLine,
 			Help: gm.oneLine + ", summed from " + cmdName + "'s processes' " + orCount(gm.from) + " (pcp-exporter process groups)."})
 	}
+}
+
+// same reports whether the proc metrics the groups read are where and as
+// they were when the list was made.
+func (s *Source) same(ms []source.Metric) bool {
+	k := 0
+	check := func(i int) bool {
+		ok := i < len(ms) && k < len(s.descs) && ms[i].Desc == s.descs[k]
+		k++
+		return ok
+	}
+	if s.cmd >= 0 && !check(s.cmd) {
+		return false
+	}
+	for _, j := range s.from {
+		if j >= 0 && !check(j) {
+			return false
+		}
+	}
+	return true
 }
 
 func orCount(from string) string {
