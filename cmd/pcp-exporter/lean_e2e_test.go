@@ -31,7 +31,7 @@ import (
 // more than 5 minutes and pushing OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, no
 // flag) to a receiver of the test, while the test starts and stops 20
 // short-lived processes whose environment and command line carry a marker.
-// pmcd (pminfo) and the archive (pminfo -a) must show the marker, so that
+// pmcd (pminfo) and the archive (pmdumplog) must show the marker, so that
 // the test can fail; then: no series keyed by a PID, no series created
 // after the first scrape but the exporter's self-metrics, no label value
 // longer than 1 KiB, and the marker in no scrape, OTLP push, backfill
@@ -41,7 +41,7 @@ func TestLeanDefaultNoSecretsNoChurn(t *testing.T) {
 	if raceEnabled {
 		t.Skip("a 5-minute end-to-end run: not under the race detector")
 	}
-	bins := e2e.Require(t, "pmlogger", "pminfo", "prometheus")
+	bins := e2e.Require(t, "pmlogger", "pminfo", "prometheus", "pmdumplog")
 	e2e.LockPMCD(t, false) // pmlogger and the exporter read the system pmcd
 	if out, err := exec.Command(bins[1], "-f", "pmcd.version").CombinedOutput(); err != nil {
 		t.Fatalf("pmcd is not answering: %v\n%s", err, out)
@@ -181,8 +181,8 @@ scrape_configs:
 	if !sawMarker {
 		t.Fatalf("pmcd never showed the marker in proc.psinfo.environ: the test cannot tell a leak")
 	}
-	if out, _ := exec.Command(bins[1], "-a", base, "-f", "proc.psinfo.environ").CombinedOutput(); !bytes.Contains(out, []byte(marker)) {
-		t.Fatalf("the archive does not hold the marker (pminfo -a): the test cannot tell a leak")
+	if out, _ := exec.Command(bins[3], base, "proc.psinfo.environ").CombinedOutput(); !bytes.Contains(out, []byte(marker)) {
+		t.Errorf("the archive does not hold the marker (pmdumplog): the test cannot tell a leak")
 	}
 
 	window := fmt.Sprintf("[%ds]", int(end.Sub(begin).Seconds())+30)
