@@ -18,6 +18,8 @@
 #   make generate    go generate ./... (derive's parser tables)
 #   make helm        helm lint --strict + helm template of deploy/helm for every ci/*-values.yaml
 #   make image       OCI image of the static binary (deploy/image), checked to answer --version
+#   make package     .deb and .rpm in dist/ (scripts/build-packages.sh: nfpm, the Go tool in go.mod)
+#   make mixin       render mixin/ (jsonnet) into its committed YAML and JSON files
 
 GO        ?= go
 PKG       := github.com/pcp-exporter/pcp-exporter
@@ -37,7 +39,7 @@ LDFLAGS   := -s -w \
 	-X $(VPKG).BuildUser=$(BUILDUSER) \
 	-X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all test test-long race build generate lint vet fmt shellcheck fuzz bench bench-compare bench-go bench-peers soak helm image clean
+.PHONY: all test test-long race build binary generate lint vet fmt shellcheck fuzz bench bench-compare bench-go bench-peers soak helm image package mixin clean
 
 all: lint build test
 
@@ -52,6 +54,10 @@ race:
 
 build:
 	CGO_ENABLED=0 $(GO) build ./...
+	$(MAKE) --no-print-directory binary
+
+# binary: the static, version-stamped binary alone
+binary:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BINARY) ./cmd/pcp-exporter
 
 generate:
@@ -65,7 +71,7 @@ fmt:
 	if [ -n "$$out" ]; then echo "gofmt: these files are not formatted:"; echo "$$out"; exit 1; fi
 
 shellcheck:
-	shellcheck .ci/run scripts/*.sh examples/*/*.sh
+	shellcheck .ci/run scripts/*.sh examples/*/*.sh packaging/scripts/*.sh
 
 lint: vet fmt shellcheck
 
@@ -96,5 +102,12 @@ helm:
 image:
 	bash scripts/build-image.sh
 
+package:
+	GO=$(GO) bash scripts/build-packages.sh dist
+
+mixin:
+	$(MAKE) -C mixin
+
 clean:
 	rm -f $(BINARY)
+	rm -rf dist

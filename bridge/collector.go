@@ -50,6 +50,8 @@ type Collector struct {
 	scratch []byte
 
 	upDesc, lagDesc, servedDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
+	// what sources leave out (source.Limited)
+	malformedDesc, limitDesc, cutDesc *prometheus.Desc
 }
 
 type sourceState struct {
@@ -92,6 +94,9 @@ func New(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *Collec
 	c.skipDesc = prometheus.NewDesc("pcp_exporter_metrics_skipped", "PCP metrics of the source not exported, by reason.", []string{"source", "reason"}, nil)
 	c.famDesc = prometheus.NewDesc("pcp_exporter_metrics_exported", "PCP metrics of the source exported as metric families.", []string{"source"}, nil)
 	c.filesDesc = prometheus.NewDesc("pcp_exporter_mmv_files", "MMV files seen in the directory, by whether they are exported.", []string{"source", "exported"}, nil)
+	c.malformedDesc = prometheus.NewDesc("pcp_exporter_labels_malformed", "Labels of the source's metrics and instances left out as malformed (the rest are served).", []string{"source"}, nil)
+	c.limitDesc = prometheus.NewDesc("pcp_exporter_series_limit", "The source's limit on the values of a read and the instances of an instance domain (0: none).", []string{"source"}, nil)
+	c.cutDesc = prometheus.NewDesc("pcp_exporter_series_left_out", "Values (what) of the last read, and instances of the instance domains, left out by the series limit.", []string{"source", "what"}, nil)
 	return c
 }
 
@@ -193,6 +198,12 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 		}
 		for r, n := range reasons {
 			ch <- prometheus.MustNewConstMetric(c.skipDesc, prometheus.GaugeValue, float64(n), s.Name, string(r))
+		}
+		if lo, ok := source.LeftOutOf(s.Src); ok {
+			ch <- prometheus.MustNewConstMetric(c.malformedDesc, prometheus.GaugeValue, float64(lo.MalformedLabels), s.Name)
+			ch <- prometheus.MustNewConstMetric(c.limitDesc, prometheus.GaugeValue, float64(lo.SeriesLimit), s.Name)
+			ch <- prometheus.MustNewConstMetric(c.cutDesc, prometheus.GaugeValue, float64(lo.SeriesCut), s.Name, "values")
+			ch <- prometheus.MustNewConstMetric(c.cutDesc, prometheus.GaugeValue, float64(lo.InstancesCut), s.Name, "instances")
 		}
 		if exp, not, ok := source.FileCountsOf(s.Src); ok {
 			ch <- prometheus.MustNewConstMetric(c.filesDesc, prometheus.GaugeValue, float64(exp), s.Name, "true")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -147,8 +148,13 @@ func (c *OTLPConfig) StartPush(ctx context.Context, logger *slog.Logger, reg pro
 	}
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		errCount.Inc()
+		if strings.Contains(err.Error(), plaintextAnswer) {
+			logger.Warn("OTLP push failed", "err", err, "hint", plaintextHint)
+			return
+		}
 		logger.Warn("OTLP push failed", "err", err)
 	}))
+	go c.checkTLS(logger)
 	var mps []*sdkmetric.MeterProvider
 	var producers []*OTelProducer
 	stop := func() {
@@ -174,4 +180,67 @@ func (c *OTLPConfig) StartPush(ctx context.Context, logger *slog.Logger, reg pro
 	}
 	logger.Info("pushing metrics over OTLP", "protocol", c.Protocol, "endpoint", c.Endpoint, "interval", c.Interval)
 	return stop, producers, nil
+}
+
+// plaintextAnswer is what crypto/tls says of a receiver that answers a TLS
+// handshake in plaintext (tls.RecordHeaderError); plaintextHint says what
+// to do.
+const (
+	plaintextAnswer = "first record does not look like a TLS handshake"
+	plaintextHint   = "the OTLP receiver speaks plaintext (the Collector's otlp receiver without tls settings): push with --otlp.insecure (OTEL_EXPORTER_OTLP_INSECURE=true), or give the receiver TLS"
+)
+
+// checkTLS makes one TLS handshake with the receiver at start, so that a
+// plaintext receiver is reported at once with what to do, not after the
+// first push (an interval) and its retries. Other failures are left to
+// the pushes' own reports.
+func (c *OTLPConfig) checkTLS(logger *slog.Logger) {
+	addr, ok := c.tlsAddr()
+	if !ok {
+		return
+	}
+	cfg, err := c.tlsConfig()
+	if err != nil {
+		return
+	}
+	if cfg == nil {
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	cfg = cfg.Clone()
+	cfg.InsecureSkipVerify = true // only whether TLS is spoken; the pushes verify
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: c.Timeout}, "tcp", addr, cfg)
+	if err != nil {
+		if strings.Contains(err.Error(), plaintextAnswer) {
+			logger.Warn("OTLP receiver does not speak TLS", "endpoint", addr, "hint", plaintextHint)
+		}
+		return
+	}
+	conn.Close()
+}
+
+// tlsAddr is the HOST:PORT the pushes reach over TLS, if they use TLS.
+func (c *OTLPConfig) tlsAddr() (string, bool) {
+	if c.Insecure || strings.EqualFold(os.Getenv("OTEL_EXPORTER_OTLP_INSECURE"), "true") || strings.EqualFold(os.Getenv("OTEL_EXPORTER_OTLP_METRICS_INSECURE"), "true") {
+		return "", false
+	}
+	ep := c.Endpoint
+	if ep == "" {
+		if ep = os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"); ep == "" {
+			ep = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+		}
+	}
+	if ep == "" {
+		return "", false
+	}
+	if !strings.Contains(ep, "://") {
+		return ep, true
+	}
+	u, err := url.Parse(ep)
+	if err != nil || u.Scheme != "https" {
+		return "", false
+	}
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "443"), true
+	}
+	return u.Host, true
 }

@@ -5,13 +5,15 @@ import (
 	"strings"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
 
 // Selection is what one scrape asks for, so that one exporter serves
 // several scrape jobs: families by name (name[]=disk_dev_read_bytes_total,
 // client_golang's convention: the name a family has in the text format, or
-// its OpenMetrics name) and PCP metrics by name or subtree (names=disk.dev,
-// kernel.all.load, pmproxy's parameter: comma-separated, repeatable). A
+// its OpenMetrics name) and PCP metrics by name or subtree, or glob
+// (names=disk.dev,kernel.all.load,network.*.in.bytes, pmproxy's parameter:
+// comma-separated, repeatable; semantics.MatchMetricName's rule). A
 // family is selected when it passes both. The nil Selection selects
 // everything.
 type Selection struct {
@@ -63,7 +65,7 @@ func (s *Selection) Family(f *mapping.Family) bool {
 		return true
 	}
 	for _, t := range s.subtrees {
-		if f.PCPName == t || (strings.HasPrefix(f.PCPName, t) && f.PCPName[len(t)] == '.') {
+		if semantics.MatchMetricName(t, f.PCPName) {
 			return true
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/examples/mmvapp/shop"
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/probe"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
 )
@@ -180,4 +181,32 @@ func TestBackfillWalkthrough(t *testing.T) {
 		t.Errorf("walkthrough did not finish:\n%s", out)
 	}
 	t.Logf("%s", out)
+}
+
+// TestProbeExamples: promtool accepts the /probe scrape configuration, and
+// the exporter loads the auths and modules file (its secret and CA files
+// made here).
+func TestProbeExamples(t *testing.T) {
+	promtool := e2e.Require(t, "promtool")[0]
+	if out, err := exec.Command(promtool, "check", "config", "prometheus/probe.yml").CombinedOutput(); err != nil {
+		t.Fatalf("promtool check config: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile("pmcd/pmcd.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ca := e2e.NewCA(t, "example")
+	ca1, _ := os.ReadFile(ca.File)
+	os.WriteFile(filepath.Join(dir, "pmcd-ca.pem"), ca1, 0o644)
+	os.WriteFile(filepath.Join(dir, "pmcd-password"), []byte("pw\n"), 0o600)
+	conf := filepath.Join(dir, "pmcd.yml")
+	os.WriteFile(conf, []byte(strings.ReplaceAll(string(b), "/etc/pcp-exporter/", dir+"/")), 0o644)
+	c, err := probe.Load(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sec, err := c.Security("fleet"); err != nil || sec.TLS == nil || sec.SASL == nil || !c.Allowed("10.1.2.3:44321") || c.Allowed("8.8.8.8") {
+		t.Fatalf("auth fleet %+v, %v", sec, err)
+	}
 }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
 
 // Config is a mapping configuration file:
@@ -28,9 +29,12 @@ import (
 //	series_labels: [device_type] # kept on every series with lean labels
 //	with: [mem.slabinfo]     # turn on what the lean default leaves out (LeanDefault)
 //
-// A pattern is a glob over the PCP name ("*" any run of characters, dots
-// included, as pmproxy's fnmatch; "?" one character; "[...]" a class), or a
-// regular expression between slashes. Label lists name the labels as
+// A pattern is a metric name, which selects the metric and its subtree as
+// pminfo does ("kernel.percpu" is kernel.percpu.cpu.user and the rest), a
+// glob over the whole name ("*" any run of characters, dots included, as
+// pmproxy's fnmatch; "?" one character; "[...]" a class), the rule of
+// --pmcd.metrics and ?names= too (semantics.MatchMetricName), or a regular
+// expression between slashes. Label lists name the labels as
 // exposed (after sanitizing).
 type Config struct {
 	Naming     string    `yaml:"naming"`
@@ -58,74 +62,38 @@ type Rename struct {
 	line  int
 }
 
-// Pattern is a glob or /regexp/ over PCP metric names.
+// Pattern is a metric name pattern (semantics.MatchMetricName: a name and
+// its subtree, or a glob) or a /regexp/ over PCP metric names.
 type Pattern struct {
 	Text string
-	re   *regexp.Regexp
+	re   *regexp.Regexp // a /regexp/'s; nil for a name or glob
 	line int
 }
 
-// ParsePattern compiles a glob or a /regexp/.
+// ParsePattern checks a name pattern or compiles a /regexp/.
 func ParsePattern(s string) (Pattern, error) {
 	p := Pattern{Text: s}
-	var expr string
 	if len(s) >= 2 && s[0] == '/' && s[len(s)-1] == '/' {
-		expr = s[1 : len(s)-1]
-	} else {
-		if _, err := path.Match(s, ""); err != nil {
-			return p, fmt.Errorf("bad glob %q: %w", s, err)
+		re, err := regexp.Compile(s[1 : len(s)-1])
+		if err != nil {
+			return p, fmt.Errorf("bad regular expression %q: %w", s, err)
 		}
-		expr = globToRegexp(s)
+		p.re = re
+		return p, nil
 	}
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return p, fmt.Errorf("bad regular expression %q: %w", s, err)
+	if err := semantics.CheckMetricPattern(s); err != nil {
+		return p, err
 	}
-	p.re = re
 	return p, nil
 }
 
-// globToRegexp translates an fnmatch-style glob (no FNM_PATHNAME: "*"
-// matches dots too) into an anchored regular expression.
-func globToRegexp(g string) string {
-	var b strings.Builder
-	b.WriteString("^")
-	for i := 0; i < len(g); i++ {
-		c := g[i]
-		switch c {
-		case '*':
-			b.WriteString(".*")
-		case '?':
-			b.WriteString(".")
-		case '\\':
-			if i+1 < len(g) {
-				i++
-				b.WriteString(regexp.QuoteMeta(g[i : i+1]))
-			} else {
-				b.WriteString(`\\`)
-			}
-		case '[':
-			j := strings.IndexByte(g[i+1:], ']')
-			if j < 0 {
-				b.WriteString(`\[`)
-				continue
-			}
-			class := g[i+1 : i+1+j]
-			if strings.HasPrefix(class, "!") {
-				class = "^" + class[1:]
-			}
-			b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
-			i += j + 1
-		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
-		}
-	}
-	b.WriteString("$")
-	return b.String()
-}
-
 // Match reports whether the PCP name matches.
-func (p *Pattern) Match(name string) bool { return p.re != nil && p.re.MatchString(name) }
+func (p *Pattern) Match(name string) bool {
+	if p.re != nil {
+		return p.re.MatchString(name)
+	}
+	return p.Text != "" && semantics.MatchMetricName(p.Text, name)
+}
 
 // UnmarshalYAML decodes and compiles a pattern, remembering its line.
 func (p *Pattern) UnmarshalYAML(n *yaml.Node) error {
@@ -187,7 +155,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("line %d: %v", keyLine(&doc, "naming"), err)
 	}
 	for _, r := range c.Rename {
-		if r.Match.re == nil {
+		if r.Match.Text == "" {
 			return nil, fmt.Errorf("line %d: rename rule without match", r.line)
 		}
 		if r.Name == "" {

@@ -15,7 +15,7 @@ func TestConfigErrors(t *testing.T) {
 		{"naming: pmproxy\nbogus: 1\n", "line 2: field bogus not found in type mapping.Config"},
 		{"naming: fancy\n", `line 1: unknown naming "fancy" (want default or pmproxy)`},
 		{"include:\n  - 'mmv.*'\n  - '/a(/'\n", "line 3: bad regular expression \"/a(/\""},
-		{"exclude: ['[a-']\n", `line 1: bad glob "[a-"`},
+		{"exclude: ['[a-']\n", `line 1: metric pattern "[a-": [ at offset 0 is not closed`},
 		{"rename:\n  - match: x\n    nme: y\n", "line 3: field nme not found in rename rule"},
 		{"rename:\n  - match: x\n", "line 2: rename rule without name"},
 		{"rename:\n  - name: y\n", "line 2: rename rule without match"},

@@ -225,6 +225,9 @@ func (m *Mapper) Selected(name string) bool {
 func (m *Mapper) baseName(pcp string) (string, bool) {
 	for _, r := range m.cfg.Rename {
 		if r.Match.re == nil {
+			if r.Match.Match(pcp) {
+				return r.Name, true
+			}
 			continue
 		}
 		if idx := r.Match.re.FindStringSubmatchIndex(pcp); idx != nil {
@@ -315,6 +318,12 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 	f.Name, f.OMName, f.Unit = f.names(clean, unit.Suffix)
 	if clean != name {
 		f.altName, f.altOMName, _ = f.names(dropTypeWord(name, f.Type.String(), true), unit.Suffix)
+	} else if f.Type == Counter && strings.HasSuffix(clean, "_total") {
+		// a counter named ..._total loses the word to the counter suffix;
+		// next to the counter without it (mem.vmstat.pgscan_direct and
+		// pgscan_direct_total) its last components are joined instead,
+		// as a gauge's are: mem_vmstat_pgscan_directtotal_total
+		f.altName, f.altOMName, _ = f.names(joinReservedSuffix(clean), unit.Suffix)
 	}
 	return f, ""
 }

@@ -3,10 +3,13 @@
 # end-to-end tests run against, and starts the two daemons they talk to:
 #
 #   PCP (pmcd, pmproxy, pminfo, pmdumplog, pmlogger, libpcp and libpcp_mmv
-#   with headers, python3-pcp), gcc (C peer programs against libpcp, and the
+#   with headers, python3-pcp), sasl2-bin (saslpasswd2: SASL users of the
+#   private pmcds of the TLS/SASL tests), gcc (C peer programs against libpcp, and the
 #   race detector), xz/bzip2/zstd (compressed archive volumes), Prometheus 2.42
 #   with promtool, VictoriaMetrics, ca-certificates (put into the image) and
-#   git (version stamping) and shellcheck (lints these scripts).
+#   git (version stamping), shellcheck (lints these scripts), lintian, rpm
+#   (checks the .deb and .rpm of make package), systemd (systemd-analyze on
+#   the unit; no init needed) and jsonnet (renders mixin/).
 #
 # It is idempotent: packages already installed are not fetched again, and the
 # daemons are only started when not answering. Prometheus, VictoriaMetrics and
@@ -19,7 +22,7 @@ if [[ $(id -u) != 0 ]]; then
 	exit 1
 fi
 
-PACKAGES=(pcp python3-pcp libpcp-mmv1-dev libpcp3-dev gcc xz-utils bzip2 zstd prometheus prometheus-node-exporter victoria-metrics ca-certificates git shellcheck)
+PACKAGES=(pcp python3-pcp libpcp-mmv1-dev libpcp3-dev sasl2-bin gcc xz-utils bzip2 zstd prometheus prometheus-node-exporter victoria-metrics ca-certificates git shellcheck lintian rpm systemd jsonnet)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -19,7 +19,7 @@ type Metric struct {
 	Name    string
 	Desc    semantics.Desc
 	OneLine string // one-line help text, "" if none
-	Help    string // long help text, "" if none
+	Help    string // long help text as pmLookupText(PM_TEXT_HELP) answers it: the one-line text where there is none; "" if neither
 	// Labels are the merged labels of the metric (context < domain < indom <
 	// cluster < item); each Label's Flags carries the level it came from.
 	Labels semantics.LabelSet
@@ -92,6 +92,33 @@ type Generations interface {
 // skipped (with their reasons logged by the source).
 type FileSet interface {
 	FileCounts() (exported, skipped int)
+}
+
+// Limited is implemented by sources that leave out part of what their
+// server sends rather than fail on it: malformed labels, and series
+// beyond a limit (a pmcd sending a million instances).
+type Limited interface {
+	LeftOut() LeftOut
+}
+
+// LeftOut is what a source leaves out now.
+type LeftOut struct {
+	// MalformedLabels counts the labels of the metrics and instances
+	// known now left out as malformed.
+	MalformedLabels int
+	// SeriesLimit is the source's limit on the values of a read (0:
+	// none); SeriesCut counts the values the last read left out by it,
+	// InstancesCut the instances left out of the instance domains.
+	SeriesLimit, SeriesCut, InstancesCut int
+}
+
+// LeftOutOf returns what src leaves out; ok is false for a source that
+// never leaves anything out.
+func LeftOutOf(src Source) (LeftOut, bool) {
+	if l, ok := capability[Limited](src); ok {
+		return l.LeftOut(), true
+	}
+	return LeftOut{}, false
 }
 
 // Reason says why a source is down; "" when it is up.

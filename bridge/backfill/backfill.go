@@ -125,6 +125,10 @@ type Options struct {
 	NoTargetInfo bool
 }
 
+// SkippedError prefixes the Skipped reason of value sets recorded as an
+// error, before the error's text.
+const SkippedError = "error: "
+
 // Stats counts what a backfill read and wrote. Read = Written + Rejected +
 // Unsent.
 type Stats struct {
@@ -137,9 +141,11 @@ type Stats struct {
 	Unsent int64
 	// RejectedBy counts the rejected samples by reason.
 	RejectedBy map[string]int64
-	// Skipped counts values not turned into samples, by reason: metrics
-	// the mapping skips (aggregate, event, excluded, name_clash) and
-	// per-metric errors recorded in the archive (error).
+	// Skipped counts what was not turned into samples, by reason: metrics
+	// the mapping skips ("metric_" and the mapping.SkipReason: aggregate,
+	// event, excluded, name_clash, ...) and value sets the archive records
+	// as a PCP error instead of values ("error: " and the error's text, as
+	// pmdumplog prints it).
 	Skipped  map[string]int64
 	Series   int
 	First    time.Time
@@ -562,7 +568,7 @@ func (r *run) raw(ctx context.Context) error {
 					continue
 				}
 				if set.Err != nil {
-					r.st.Skipped["error"] += int64(len(fis))
+					r.st.Skipped[SkippedError+set.Err.Error()] += int64(len(fis))
 					continue
 				}
 				for _, fi := range fis {
@@ -636,7 +642,7 @@ func (r *run) step(ctx context.Context) error {
 		}
 		for i, set := range res.Sets {
 			if set.Err != nil {
-				r.st.Skipped["error"]++
+				r.st.Skipped[SkippedError+set.Err.Error()]++
 				continue
 			}
 			if r.fams[i].Type == mapping.Counter {

@@ -174,7 +174,7 @@ func printSummary(w io.Writer, kind string, st backfill.Stats, took time.Duratio
 	}
 	sort.Strings(reasons)
 	for _, k := range reasons {
-		fmt.Fprintf(w, "backfill: skipped %d (%s)\n", st.Skipped[k], k)
+		fmt.Fprintf(w, "backfill: skipped %d %s\n", st.Skipped[k], skippedWhat(k))
 	}
 	reasons = reasons[:0]
 	for k := range st.RejectedBy {
@@ -187,6 +187,26 @@ func printSummary(w io.Writer, kind string, st backfill.Stats, took time.Duratio
 	for _, e := range st.Errors {
 		fmt.Fprintf(w, "backfill: rejected: %s\n", e)
 	}
+}
+
+// skippedWhat says what a Skipped reason of backfill.Stats counts.
+func skippedWhat(reason string) string {
+	if e, ok := strings.CutPrefix(reason, backfill.SkippedError); ok {
+		return fmt.Sprintf("value sets the archive records as a PCP error instead of values (%q, as pmdumplog prints it): no sample", e)
+	}
+	what := map[string]string{
+		"aggregate":        "of type aggregate (no number to export)",
+		"event":            "of event records (not exported)",
+		"string":           "of type string (--naming pmproxy omits them, as pmproxy does)",
+		"unsupported_type": "of an unsupported type",
+		"excluded":         "excluded by the mapping file's include/exclude",
+		"name_clash":       "whose Prometheus name another metric has (pcp-exporter mapping shows which)",
+	}
+	r := strings.TrimPrefix(reason, "metric_")
+	if w, ok := what[r]; ok {
+		return "metrics " + w
+	}
+	return "(" + reason + ")"
 }
 
 // backfillOptions are the backfill's options from the flags: labels, the

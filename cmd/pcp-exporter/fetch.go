@@ -79,7 +79,7 @@ func fetchCommand() command {
 			lean := &leanFlags{}
 			withFlag(cmd, lean)
 			dflags := addDerivedFlags(cmd)
-			names := cmd.Arg("metric", "Metrics or subtrees to fetch (all when none is given).").Strings()
+			names := cmd.Arg("metric", "Metrics or subtrees to fetch (all when none is given). A PCP metric name right after a bare --pmcd is one of these (fetch --pmcd kernel.all.load reads the local pmcd): write a pmcd host there as --pmcd=HOST or HOST:PORT.").Strings()
 			return func() error {
 				var mapper *mapping.Mapper
 				if *format == "openmetrics" {
@@ -117,9 +117,14 @@ func fetchCommand() command {
 					if mf.path != "" {
 						context = mmvContext() // pmcd names its host itself
 					}
-					return fetchOpenMetrics(os.Stdout, src, name, *names, mapper, *created, logger, context)
+					err = fetchOpenMetrics(os.Stdout, src, name, *names, mapper, *created, logger, context)
+				} else {
+					err = fetchValues(os.Stdout, src, *names, *format)
 				}
-				return fetchValues(os.Stdout, src, *names, *format)
+				if metricAfterPMCD != "" && err != nil && err.Error() == metricAfterPMCD+": Unknown metric name" {
+					err = fmt.Errorf("%w in %s (a bare --pmcd followed by a metric name reads the local pmcd: write a pmcd host as --pmcd=%s)", err, name, metricAfterPMCD)
+				}
+				return err
 			}
 		},
 	}

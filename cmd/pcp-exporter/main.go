@@ -73,7 +73,8 @@ func run(args []string) int {
 		}
 		runners[cc.FullCommand()] = c.setup(cc)
 	}
-	selected, err := app.Parse(pmcdArgs(args))
+	args, metricAfterPMCD = pmcdArgs(args)
+	selected, err := app.Parse(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "pcp-exporter: %v\n", nameFlag(app, args, err))
 		return 2

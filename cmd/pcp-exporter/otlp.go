@@ -22,7 +22,7 @@ func addOTLPFlags(cmd *kingpin.CmdClause) *bridge.OTLPConfig {
 	cmd.Flag("otlp.interval", "Time between pushes.").Default("15s").DurationVar(&c.Interval)
 	cmd.Flag("otlp.timeout", "Timeout of one push.").Default("10s").DurationVar(&c.Timeout)
 	cmd.Flag("otlp.headers", "Header sent with every push (KEY=VALUE, repeatable).").StringMapVar(&c.Headers)
-	cmd.Flag("otlp.insecure", "Push without TLS.").BoolVar(&c.Insecure)
+	cmd.Flag("otlp.insecure", "Push without TLS, as a receiver without TLS settings (the Collector's default otlp receiver) needs; pushing with TLS to one is reported at start with this hint.").BoolVar(&c.Insecure)
 	cmd.Flag("otlp.tls.ca-file", "CA certificates that verify the OTLP receiver.").PlaceHolder("FILE").StringVar(&c.CAFile)
 	cmd.Flag("otlp.tls.cert-file", "Client certificate for the OTLP receiver.").PlaceHolder("FILE").StringVar(&c.CertFile)
 	cmd.Flag("otlp.tls.key-file", "Client key for the OTLP receiver.").PlaceHolder("FILE").StringVar(&c.KeyFile)

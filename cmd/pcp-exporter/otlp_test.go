@@ -183,6 +183,46 @@ func readOTLPFile(t *testing.T, path string) []otlpPoint {
 	return out
 }
 
+// TestOTLPPlaintextReceiverWarnsAtOnce: pushing with TLS (no
+// --otlp.insecure) to a real Collector whose otlp receiver has no TLS
+// settings logs, within a few seconds of the start (not after the first
+// interval and its retries), one warning that says to use --otlp.insecure,
+// over gRPC and over HTTP alike.
+func TestOTLPPlaintextReceiverWarnsAtOnce(t *testing.T) {
+	grpcAddr, httpAddr, _ := otelcol(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "")
+	mapper, err := newMapper("", "default", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := mmv.OpenDir(t.TempDir(), mmv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, c := range []struct{ protocol, endpoint string }{{"grpc", grpcAddr}, {"http/protobuf", httpAddr}} {
+		var logb lockedBuffer
+		f := &bridge.OTLPConfig{Endpoint: c.endpoint, Protocol: c.protocol, Interval: time.Minute, Timeout: 5 * time.Second}
+		start := time.Now()
+		stop, _, err := f.StartPush(context.Background(), slog.New(slog.NewTextHandler(&logb, nil)), nil, []bridge.Source{{Name: "mmv", Src: d, Context: mmvContext()}}, mapper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for !strings.Contains(logb.String(), "level=WARN") && time.Since(start) < 5*time.Second {
+			time.Sleep(20 * time.Millisecond)
+		}
+		warned := time.Since(start)
+		log := logb.String()
+		if !strings.Contains(log, "level=WARN") {
+			t.Errorf("%s: no warning within 5 s of the start:\n%s", c.protocol, log)
+		} else if !strings.Contains(log, "--otlp.insecure") || !strings.Contains(log, "plaintext") {
+			t.Errorf("%s: the warning does not say what to do:\n%s", c.protocol, log)
+		}
+		t.Logf("%s: warned after %v", c.protocol, warned.Round(time.Millisecond))
+		go stop() // its last push fails and retries: not waited for
+	}
+}
+
 // TestOTLPPushToCollector pushes an mmvwrite.Writer file and an archive replay to
 // a real OpenTelemetry Collector over gRPC and over HTTP and checks its file
 // output: names, UCUM units, monotonic cumulative sums with their start

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,8 @@ type pmcdFlags struct {
 	specs   []string
 	metrics []string
 	timeout time.Duration
+	limit   int
+	auth    *authFlags
 }
 
 // addPMCDFlags declares --pmcd (repeatable for serve), --pmcd.metrics and
@@ -27,26 +30,55 @@ type pmcdFlags struct {
 func addPMCDFlags(cmd *kingpin.CmdClause, repeatable bool) *pmcdFlags {
 	f := &pmcdFlags{}
 	help := "pmcd to read: local: (its unix socket, else TCP localhost), unix:PATH, or HOST[:PORT]; a bare --pmcd is local:."
+
 	if repeatable {
 		help += " Repeatable: each pmcd is a source (told apart by its hostname label)."
 	}
 	cmd.Flag("pmcd", help).PlaceHolder("SPEC").StringsVar(&f.specs)
-	cmd.Flag("pmcd.metrics", "Metrics of pmcd to export: a name, subtree or glob (* crosses dots); a leading - excludes (repeatable; default all, less the mmv subtree when the MMV directory is exported directly).").PlaceHolder("PATTERN").StringsVar(&f.metrics)
+	cmd.Flag("pmcd.metrics", "Metrics of pmcd to export: a name (with its subtree, as pminfo) or a glob over the whole name (* crosses dots), as the mapping file's include/exclude and ?names=; a leading - excludes (repeatable; default all, less the mmv subtree when the MMV directory is exported directly).").PlaceHolder("PATTERN").StringsVar(&f.metrics)
 	cmd.Flag("pmcd.timeout", "Deadline of connecting to pmcd and of each fetch (a hung PMDA costs a scrape at most this).").Default("5s").DurationVar(&f.timeout)
+	cmd.Flag("pmcd.series-limit", "Most values a fetch of one pmcd serves, and instances of an instance domain kept, as Prometheus's sample_limit; the rest are left out, counted (pcp_exporter_series_left_out) and logged once (-1: no limit).").Default(strconv.Itoa(pmcd.DefaultSeriesLimit)).IntVar(&f.limit)
+	f.auth = addAuthFlags(cmd)
 	return f
 }
 
 // pmcdArgs rewrites a bare --pmcd (last, or followed by another flag) to
-// --pmcd=local:, so that the flag's value is optional.
-func pmcdArgs(args []string) []string {
-	out := append([]string(nil), args...)
-	for i, a := range out {
-		if a == "--pmcd" && (i+1 == len(out) || strings.HasPrefix(out[i+1], "-")) {
-			out[i] = "--pmcd=local:"
+// --pmcd=local:, so that the flag's value is optional. In fetch, whose
+// arguments are metric names, a bare --pmcd followed by a word shaped
+// like a PCP metric name (pcpName; localhost excepted) is local: too and
+// the word stays an argument: `fetch --pmcd kernel.all.load`. It returns
+// that word ("" if none), for the hint of fetch's unknown metric.
+func pmcdArgs(args []string) (out []string, metricAfter string) {
+	out = append([]string(nil), args...)
+	fetch := false
+	for _, a := range out {
+		if !strings.HasPrefix(a, "-") {
+			fetch = a == "fetch"
+			break
 		}
 	}
-	return out
+	for i, a := range out {
+		if a != "--pmcd" {
+			continue
+		}
+		switch {
+		case i+1 == len(out) || strings.HasPrefix(out[i+1], "-"):
+			out[i] = "--pmcd=local:"
+		case fetch && pcpName.MatchString(out[i+1]) && out[i+1] != "localhost":
+			out[i] = "--pmcd=local:"
+			metricAfter = out[i+1]
+		}
+	}
+	return out, metricAfter
 }
+
+// metricAfterPMCD is the word pmcdArgs left as fetch's metric after a bare
+// --pmcd.
+var metricAfterPMCD string
+
+// pcpName is the form of a PCP metric name or subtree (PMNS components:
+// a letter, then letters, digits and underscores).
+var pcpName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*$`)
 
 // options builds the source options; excludeMMV drops pmcd's mmv subtree
 // (the MMV directory is exported directly), excludes are more "-subtree"
@@ -60,7 +92,14 @@ func (f *pmcdFlags) options(logger *slog.Logger, excludeMMV bool, excludes ...st
 	if err != nil {
 		return pmcd.Options{}, usagef("--pmcd.metrics: %v", err)
 	}
-	return pmcd.Options{Selection: sel, Timeout: f.timeout, Logger: logger}, nil
+	if f.limit == 0 {
+		return pmcd.Options{}, usagef("--pmcd.series-limit: 0 (use -1 for no limit)")
+	}
+	sec, err := f.auth.security()
+	if err != nil {
+		return pmcd.Options{}, err
+	}
+	return pmcd.Options{Selection: sel, Timeout: f.timeout, Logger: logger, SeriesLimit: f.limit, Security: sec}, nil
 }
 
 // openOne opens one pmcd for info and fetch: it must answer now.

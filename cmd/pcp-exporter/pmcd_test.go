@@ -157,10 +157,7 @@ func TestInfoPMCDMatchesPminfo(t *testing.T) {
 			units = "none"
 		}
 		help := strings.TrimRight(strings.Join(w.help, "\n"), "\n")
-		ours := g.Help
-		if ours == "" {
-			ours = g.OneLine // pminfo falls back to the one-line text
-		}
+		ours := g.Help // pminfo -T prints pmLookupText(PM_TEXT_HELP): the source must fall back to the one-line text itself
 		if g.PMID != w.pmid || g.OneLine != w.oneline || byDesc[g.Name].Type != pminfoTypes[w.typ] || indom != w.indom || g.Sem != w.sem || units != byDesc[g.Name].Units.StringPCP6() && units != w.units {
 			t.Errorf("%s: ours %s [%s] %s %s %s %q; pminfo %s [%s] %s %s %s %q", g.Name, g.PMID, g.OneLine, g.Type, indom, g.Sem, units, w.pmid, w.oneline, w.typ, w.indom, w.sem, w.units)
 		}
@@ -554,10 +551,53 @@ func TestPMCDArgs(t *testing.T) {
 		"serve --pmcd --naming=pmproxy":       "serve --pmcd=local: --naming=pmproxy",
 		"serve --pmcd host --pmcd=h2":         "serve --pmcd host --pmcd=h2",
 		"fetch --pmcd local: kernel.all.load": "fetch --pmcd local: kernel.all.load",
+		"fetch --pmcd kernel.all.load":        "fetch --pmcd=local: kernel.all.load",
+		"fetch --pmcd hinv --format json":     "fetch --pmcd=local: hinv --format json",
+		"fetch --pmcd localhost hinv":         "fetch --pmcd localhost hinv",
+		"fetch --pmcd host:44321 hinv":        "fetch --pmcd host:44321 hinv",
+		"fetch --pmcd unix:/run/s hinv":       "fetch --pmcd unix:/run/s hinv",
+		"fetch --pmcd db-1 hinv":              "fetch --pmcd db-1 hinv",
+		"info --pmcd kernel":                  "info --pmcd kernel",
 	} {
-		if got := strings.Join(pmcdArgs(strings.Fields(in)), " "); got != want {
+		if got, _ := pmcdArgs(strings.Fields(in)); strings.Join(got, " ") != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestFetchBarePMCDMetric: `fetch --pmcd kernel.all.load`, as a PCP user
+// writes it, reads kernel.all.load from the local pmcd (the instances
+// pminfo -f lists) instead of taking it for a host to look up; a host
+// name in its place is refused with the form that names a host.
+func TestFetchBarePMCDMetric(t *testing.T) {
+	e2e.Require(t, "pminfo")
+	e2e.LockPMCD(t, false)
+	// --pmcd.metrics: only that metric's metadata is read (all of pmcd's
+	// takes a minute on a loaded machine)
+	code, out := runMain(t, nil, "fetch", "--pmcd", "kernel.all.load", "--pmcd.metrics=kernel.all.load")
+	if code != 0 {
+		t.Fatalf("fetch --pmcd kernel.all.load: exit %d: %s", code, out)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Split(line, ",")
+		if len(f) != 5 || f[1] != "kernel.all.load" {
+			t.Fatalf("fetch line %q", line)
+		}
+		got = append(got, fmt.Sprintf("[%s or %q]", f[2], f[3]))
+	}
+	var want []string
+	for inst := range pminfoValues(pminfo(t, "-f", "kernel.all.load"))["kernel.all.load"] {
+		want = append(want, inst)
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, " ") != strings.Join(want, " ") || len(want) != 3 {
+		t.Errorf("fetch --pmcd kernel.all.load: instances %v, pminfo -f %v", got, want)
+	}
+	code, out = runMain(t, nil, "fetch", "--pmcd", "pmcdhost", "kernel.all.load", "--pmcd.metrics=kernel.all.load")
+	if code != 1 || !strings.Contains(out, "pmcdhost: Unknown metric name") || !strings.Contains(out, "--pmcd=pmcdhost") {
+		t.Errorf("fetch --pmcd pmcdhost kernel.all.load: exit %d: %s", code, out)
 	}
 }
 

@@ -98,9 +98,9 @@ func serveCommand() command {
 			cmd.Flag("replay.start", "Replay the archives instead of following them, the first scrape serving this archive time: RFC 3339, or +DURATION after the archive's start.").Default("+0s").IsSetByUser(&f.replayStartSet).StringVar(&f.replayStart)
 			cmd.Flag("replay.speed", "Archive seconds per wall-clock second of a replay (greater than 0).").Default("1").Float64Var(&f.replaySpeed)
 			cmd.Flag("replay.loop", "Start a replay over from --replay.start after the end of the archive (else its last values stay and pcp_exporter_source_up turns 0 with reason \"ended\").").BoolVar(&f.replayLoop)
-			cmd.Flag("demo", "Serve the embedded demo recording in a loop instead of any other source: a 3-minute pmlogger archive (load, CPU, memory, disks, network) of the machine that made this project's test corpus, not this host's data.").BoolVar(&f.demo)
+			cmd.Flag("demo", "Serve the embedded demo recording in a loop instead of any other source: a 3-minute pmlogger archive (load, CPU, memory, disks, network) of the machine that made this project's test corpus, not this host's data. Refused with --archive, --pmcd or --mmv.dir.").BoolVar(&f.demo)
 			cmd.Flag("replay.interp", "Interpolation rule for instant and discrete metrics of replayed and followed archives: nearest (PCP 6.3.2 and later) or prior (PCP 6.3.1 and earlier).").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
-			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels).").PlaceHolder("FILE").StringVar(&f.mappingFile)
+			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels; a pattern is a name with its subtree, as pminfo, a glob, or a /regexp/).").PlaceHolder("FILE").StringVar(&f.mappingFile)
 			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units) or pmproxy (as pmproxy's /metrics).").Default("default").EnumVar(&f.naming, "default", "pmproxy")
 			fullLabelsFlag(cmd, &f.fullLabels)
 			withFlag(cmd, &f.lean)
@@ -216,7 +216,11 @@ func openServeSources(f *serveFlags, logger *slog.Logger) ([]bridge.Source, func
 			if src, err = f.derived.wrap(src, logger); err != nil {
 				return fail(err)
 			}
-			logger.Info("following the archives pmlogger writes (a path naming nothing is waited for)", "path", fo.Path())
+			if st := source.StatusOf(fo, time.Now()); st.Reason == source.ReasonMissing {
+				logger.Warn("--archive names nothing (yet): waiting for it to appear, pcp_exporter_source_up 0 with reason missing meanwhile; check the path if that is a mistake", "path", fo.Path(), "err", st.Detail)
+			} else {
+				logger.Info("following the archives pmlogger writes", "path", fo.Path())
+			}
 			srcs = append(srcs, bridge.Source{Name: fo.Path(), Src: src})
 		}
 	}
@@ -316,6 +320,13 @@ func (f *serveFlags) check() error {
 	if f.archiveDelay < 0 {
 		return usagef("--archive.delay=%v: must not be negative", f.archiveDelay)
 	}
+	if f.demo {
+		for flag, set := range map[string]bool{"--archive": len(f.archives) > 0, "--pmcd": len(f.pmcd.specs) > 0, "--mmv.dir": f.mmvDirSet} {
+			if set {
+				return usagef("--demo serves the embedded recording instead of any other source: drop %s or --demo", flag)
+			}
+		}
+	}
 	if err := checkOTLP(f.otlp); err != nil {
 		return err
 	}
@@ -362,7 +373,16 @@ func runServe(f *serveFlags) error {
 	}
 	defer stopPush()
 
-	rl := newReloader(f, append([]bridge.Reconfigurable{col}, pushed...), logger, reg)
+	probes, err := newProbeHandler(f, mapper, logger)
+	if err != nil {
+		return err
+	}
+	targets := append([]bridge.Reconfigurable{col}, pushed...)
+	if probes != nil {
+		defer probes.Close()
+		targets = append([]bridge.Reconfigurable{probes}, targets...) // first: a config that fails changes nothing
+	}
+	rl := newReloader(f, targets, logger, reg)
 	rl.Watch(ctx)
 	// Liveness: a probe of the sources' status takes an MMV directory's
 	// lock; a read stuck holding it fails /-/healthy.
@@ -381,6 +401,9 @@ func runServe(f *serveFlags) error {
 		EnableOpenMetricsTextCreatedSamples: f.omCreated,
 		Registry:                            reg,
 	})))
+	if probes != nil {
+		mux.Handle("/probe", probes)
+	}
 	mux.Handle("/-/healthy", wd.Healthy(logger))
 	// A first read makes the sources ready; a scrape does it too.
 	mux.Handle("/-/ready", &httpd.Readiness{Ready: col.Ready(), Read: func() { col.WriteText(io.Discard) }, Every: time.Second})

@@ -7,6 +7,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -27,13 +28,29 @@ func Require(t testing.TB, names ...string) []string {
 		p, err := Lookup(n)
 		if err != nil {
 			if Mandatory() {
-				t.Fatalf("end-to-end peer %q not found: %v", n, err)
+				t.Fatalf("end-to-end peer %q not found: %v%s", n, err, hint(n))
 			}
-			t.Skipf("end-to-end peer %q not found (set CI=true to make this a failure): %v", n, err)
+			t.Skipf("end-to-end peer %q not found (set CI=true to make this a failure): %v%s", n, err, hint(n))
 		}
 		paths[i] = p
 	}
 	return paths
+}
+
+// builtPeers are the peers Debian does not package: a script of scripts/
+// builds each into /var/cache/pcp-exporter-ci and prints its path.
+var builtPeers = map[string]string{
+	"otelcol": "scripts/build-otelcol.sh",
+	"helm":    "scripts/build-helm.sh",
+}
+
+// hint says how to get a missing peer: the script that builds it and the
+// variable that points the tests at it, else the Debian packages.
+func hint(name string) string {
+	if script, ok := builtPeers[name]; ok {
+		return fmt.Sprintf("; build it with %s (from the repository root) and export PCP_EXPORTER_%s=$(%s)", script, envName(name), script)
+	}
+	return "; scripts/install-test-deps.sh installs the peers"
 }
 
 // Lookup finds one executable as Require does, without a test.

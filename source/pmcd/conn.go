@@ -19,6 +19,8 @@ type Endpoint struct {
 	// fallback is tried when a default unix socket is missing (libpcp's
 	// local: tries the socket, then TCP localhost).
 	fallback *Endpoint
+	// sec is the TLS and authentication to use (secure.go).
+	sec *Security
 }
 
 // String is the endpoint as a spec (unix:PATH or HOST:PORT).
@@ -104,11 +106,21 @@ type conn struct {
 	writeErr chan error
 	// sent counts the requests sent by exchange.
 	sent int
+	// flags are pmcd's change flags seen while reading metadata (off the
+	// steady fetch path), for the source to act on once it installs c.
+	flags int32
+	// limit bounds the instances and label sets decoded per PDU (0: none).
+	limit int
+	// dropped says a reply buffer too big to keep was dropped (release).
+	dropped bool
+	sec     *Security
+	mech    string // the SASL mechanism used
 }
 
-// ErrUnsupportedSecurity is returned for a pmcd that requires TLS or
-// authentication.
-var ErrUnsupportedSecurity = errors.New("requires TLS/authentication, which is not supported")
+// ErrUnsupportedSecurity is returned for a pmcd that requires
+// authentication or a client certificate the Source is not configured
+// with (Options.Security).
+var ErrUnsupportedSecurity = errors.New("requires authentication this client is not configured for")
 
 // dial connects to ep and runs the handshake within timeout.
 func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
@@ -116,7 +128,9 @@ func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	c, err := d.Dial(ep.Network, ep.Address)
 	if err != nil && ep.fallback != nil && ep.Network == "unix" {
 		if _, serr := os.Stat(ep.Address); serr != nil {
-			return dial(*ep.fallback, timeout, max)
+			fb := *ep.fallback
+			fb.sec = ep.sec
+			return dial(fb, timeout, max)
 		}
 	}
 	if err != nil {
@@ -125,7 +139,7 @@ func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	cn := &conn{c: c, r: bufio.NewReaderSize(c, 64<<10), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1)}
+	cn := &conn{c: c, r: bufio.NewReaderSize(c, 64<<10), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1), sec: ep.sec}
 	if err := cn.handshake(timeout); err != nil {
 		c.Close()
 		return nil, err
@@ -133,11 +147,38 @@ func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	return cn, nil
 }
 
-func (c *conn) close() { c.c.Close() }
+// close closes the connection without a reset: it is shut for writing,
+// and what pmcd still sends (the late answer to a fetch that timed out) is
+// read and discarded in the background until pmcd closes its side (at
+// most drainTimeout and the largest PDU's worth), so that pmcd answers and
+// then sees the client leave, as after any client's departure, instead of
+// failing its write on a reset mid-fetch.
+func (c *conn) close() {
+	cw, ok := c.c.(interface{ CloseWrite() error })
+	if !ok || c.c.SetDeadline(time.Now().Add(drainTimeout)) != nil || cw.CloseWrite() != nil {
+		c.c.Close()
+		return
+	}
+	go func() {
+		var b [4096]byte
+		for n := 0; n <= c.max; {
+			m, err := c.c.Read(b[:])
+			if err != nil {
+				break
+			}
+			n += m
+		}
+		c.c.Close()
+	}()
+}
+
+// drainTimeout bounds how long a closed connection waits for pmcd to close
+// its side.
+const drainTimeout = 30 * time.Second
 
 func (c *conn) read() (pdu, error) {
 	p, buf, err := readPDU(c.r, c.rbuf, c.max, c.peer)
-	c.rbuf = buf[:0]
+	c.rbuf = retain(buf, &c.dropped)
 	if err != nil {
 		var fe *FormatError
 		if !errors.As(err, &fe) && !strings.HasPrefix(err.Error(), "pmcd at ") {
@@ -174,20 +215,27 @@ func (c *conn) handshake(timeout time.Duration) error {
 	c.features = info & 0xffff
 	var flags uint32
 	if c.features&featCredsReqd != 0 {
-		if !c.unix {
-			return fmt.Errorf("pmcd at %s %w (it asks for credentials: use its unix socket)", c.peer, ErrUnsupportedSecurity)
+		if !c.unix && !c.authConfigured() {
+			return fmt.Errorf("pmcd at %s %w (it asks for credentials: configure SASL or use its unix socket)", c.peer, ErrUnsupportedSecurity)
 		}
 		flags |= featCredsReqd
 	}
-	if c.features&featCertReqd != 0 && !c.unix && !isLoopback(c.c.RemoteAddr()) {
-		return fmt.Errorf("pmcd at %s %w (it requires a client certificate)", c.peer, ErrUnsupportedSecurity)
+	secure, err := c.secureFlags()
+	if err != nil {
+		return err
 	}
+	flags |= secure
 	w := &c.w
 	w.b = w.b[:0]
 	w.begin(pduCreds)
 	w.u32(1)
 	w.u32(1<<24 | 2<<16 | flags)
 	w.finish()
+	if secure&^featCertReqd != 0 {
+		if err := c.upgrade(flags, time.Now().Add(timeout)); err != nil {
+			return err
+		}
+	}
 	w.begin(pduProfile)
 	w.u32(0) // ctxid
 	w.u32(0) // include everything
@@ -208,7 +256,7 @@ func (c *conn) handshake(timeout time.Duration) error {
 		if isTimeout(err) {
 			return fmt.Errorf("pmcd at %s: no answer to the handshake within %v", c.peer, timeout)
 		}
-		return err
+		return c.peerErr(err)
 	}
 	switch p.typ {
 	case pduPMNSIDs:
@@ -221,8 +269,14 @@ func (c *conn) handshake(timeout time.Duration) error {
 		if code == -12357 { // PM_ERR_NAME: a pmcd without pmcd.hostname still answered
 			return nil
 		}
+		if c.authConfigured() {
+			return c.authError(code)
+		}
 		return fmt.Errorf("pmcd at %s refused the client's credentials or profile: %v", c.peer, pmErr(code))
 	case pduAttr:
+		if c.authConfigured() {
+			return fmt.Errorf("pmcd at %s: the SASL exchange went on after %s completed", c.peer, c.mech)
+		}
 		return fmt.Errorf("pmcd at %s %w (it started an authentication exchange)", c.peer, ErrUnsupportedSecurity)
 	}
 	return &FormatError{Peer: c.peer, PDU: pduName(p.typ), Offset: 4, Msg: "unexpected reply to the handshake"}

@@ -20,11 +20,11 @@ func TestCapturedReplies(t *testing.T) {
 	if got := string(d.bytes(d.count(1, "buflen"), true)); got != "1, 5 and 15 minute load average" || d.end() != nil {
 		t.Errorf("TEXT: %q %v", got, d.err)
 	}
-	insts, err := decodeInstances(readCaptured(t, "instance"), "testdata")
+	insts, _, err := decodeInstances(readCaptured(t, "instance"), "testdata", 0)
 	if err != nil || len(insts) != 2 || insts[0].Name != "cpu0" || insts[1].ID != 1 || insts[1].Name != "cpu1" {
 		t.Errorf("INSTANCE: %+v %v", insts, err)
 	}
-	sets, err := decodeLabels(readCaptured(t, "labels"), "testdata")
+	sets, err := decodeLabels(readCaptured(t, "labels"), "testdata", 0)
 	if err != nil || len(sets) != 2 || sets[1].inst != 1 || sets[1].labels.String() != `{"cpu":1}` || sets[1].labels[0].Flags != semantics.LabelInstances {
 		t.Errorf("LABEL: %+v %v", sets, err)
 	}
@@ -90,9 +90,9 @@ func decodeAny(p pdu) {
 	case pduPMNSNames:
 		decodeNames(p, "fuzz")
 	case pduInstance:
-		decodeInstances(p, "fuzz")
+		decodeInstances(p, "fuzz", 0)
 	case pduLabel:
-		decodeLabels(p, "fuzz")
+		decodeLabels(p, "fuzz", 0)
 	case pduError:
 		errorCode(p, "fuzz")
 	case pduHighresResult, pduResult:

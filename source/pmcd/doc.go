@@ -1,6 +1,7 @@
 // Package pmcd is a source.Source over a running pmcd, speaking PCP's
 // client protocol in pure Go (no libpcp): the handshake over pmcd's unix
-// socket or TCP, the namespace traversal, descriptors, instance domains,
+// socket or TCP (with TLS and SASL authentication when configured,
+// secure.go), the namespace traversal, descriptors, instance domains,
 // help text and labels (read once, cached, and read again only when pmcd
 // flags a change in a fetch reply: after a namespace change alone, only
 // what is new to the selection, load.go), and the fetch of every selected metric
@@ -17,7 +18,15 @@
 // (pmcd's start). Replies are
 // decoded defensively: a truncated, oversized or malformed PDU gives a
 // FormatError naming the peer, the PDU and the byte offset, never a panic
-// or an allocation larger than the bytes received.
+// or an allocation larger than the bytes received (or than the PDU's
+// length once 1 MiB of it arrived). Memory follows what is served: a
+// reply buffer over 4 MiB is not kept, and a source serves at most
+// Options.SeriesLimit values and instances, cutting the rest (logged once).
+//
+// pmcd itself is never asked what crashes it: an agent's instance labels
+// only right after a fetch from the agent on the same connection
+// (profile.go), connections closed without a reset, reconnections and
+// metadata reads backed off.
 //
 // The wire protocol is described in docs/pcp-protocol.md of the project's
 // shared documentation (verified against PCP 6.0.3's pmcd).

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
@@ -40,6 +41,11 @@ type fakePMCD struct {
 	// itemLabels, when set, is the JSON of one label (name and value of
 	// one character each, {"n":"v"}) of both metrics at the item level.
 	itemLabels string
+	// badLabels, when set, is a metric whose item label's value is not
+	// JSON ({"n":xyz}).
+	badLabels uint32
+	// accepted are the times connections were accepted.
+	accepted []time.Time
 	// reqs counts the requests received, by PDU type.
 	reqs  map[uint32]int
 	mu    sync.Mutex
@@ -80,6 +86,7 @@ func (f *fakePMCD) serve() {
 		}
 		f.mu.Lock()
 		f.conns = append(f.conns, c)
+		f.accepted = append(f.accepted, time.Now())
 		f.mu.Unlock()
 		go f.handle(c)
 	}
@@ -136,7 +143,7 @@ func (f *fakePMCD) handle(c net.Conn) {
 		}
 		var reply []byte
 		f.mu.Lock()
-		insts, itemLabels := f.insts, f.itemLabels
+		insts, itemLabels, badLabels := f.insts, f.itemLabels, f.badLabels
 		if f.reqs == nil {
 			f.reqs = map[uint32]int{}
 		}
@@ -206,6 +213,11 @@ func (f *fakePMCD) handle(c net.Conn) {
 			reply = mkpdu(pduText, append(be(0), padded("help")...))
 		case pduLabelReq:
 			ident, sub := binary.BigEndian.Uint32(body), binary.BigEndian.Uint32(body[4:])
+			if sub == labelItem && ident == badLabels && ident != 0 {
+				b := be(ident, sub, 0, 1, 0xffffffff, 1, 12+16+16+8, 9, 2<<16|1<<8|uint32(semantics.LabelItem), 5<<16|3)
+				reply = mkpdu(pduLabel, append(b, `{"n":xyz}`...))
+				break
+			}
 			if sub == labelItem && itemLabels != "" {
 				// one set, one label: name at 2, value at 5 (with quotes)
 				b := be(ident, sub, 0, 1, 0xffffffff, 1, 12+16+16+8, uint32(len(itemLabels)), 2<<16|1<<8|uint32(semantics.LabelItem), 5<<16|3)
@@ -314,4 +326,11 @@ func (f *fakePMCD) setNames(names ...string) {
 	f.mu.Lock()
 	f.names = names
 	f.mu.Unlock()
+}
+
+// connections returns when the fake accepted each connection.
+func (f *fakePMCD) connections() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.accepted)
 }

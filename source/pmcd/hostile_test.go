@@ -62,7 +62,7 @@ func TestHandshakeFaults(t *testing.T) {
 		{"silent", func(c net.Conn) bool { time.Sleep(2 * testTimeout); return false }, "no greeting within"},
 		{"truncated", func(c net.Conn) bool { c.Write(be(20, pduError)[:7]); return false }, "closed within a PDU header"},
 		{"refused", func(c net.Conn) bool { c.Write(mkpdu(pduError, be(uint32(0xfffffbee), 0))); return false }, "refused the connection: No permission to perform requested operation"},
-		{"creds required", func(c net.Conn) bool { c.Write(mkpdu(pduError, be(0, 2<<24|featCredsReqd|featAuth))); return true }, "requires TLS/authentication, which is not supported"},
+		{"creds required", func(c net.Conn) bool { c.Write(mkpdu(pduError, be(0, 2<<24|featCredsReqd|featAuth))); return true }, "requires authentication this client is not configured for"},
 		{"not an error pdu", func(c net.Conn) bool { c.Write(mkpdu(pduDesc, be(1, 2, 3, 4, 5))); return false }, "DESC at byte 0: greeting of 32 bytes"},
 		{"bad version", func(c net.Conn) bool { c.Write(mkpdu(pduError, be(0, 7<<24))); return false }, "protocol version 7"},
 		{"huge length", func(c net.Conn) bool { c.Write(be(0x7fffffff, pduError, 0)); return false }, "length 2147483647 outside"},
@@ -70,7 +70,7 @@ func TestHandshakeFaults(t *testing.T) {
 			c.Write(mkpdu(pduError, be(0, 2<<24|featHighres)))
 			c.Write(mkpdu(pduAttr, []byte("PLAIN")))
 			return false
-		}, "requires TLS/authentication"},
+		}, "requires authentication this client is not configured for"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

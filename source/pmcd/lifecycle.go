@@ -37,21 +37,34 @@ func (s *Source) startLoad() {
 		// a snapshot: scrapes may read new instances into s.md meanwhile
 		snap := *s.md
 		snap.indoms = maps.Clone(s.md.indoms)
+		snap.malformed = maps.Clone(s.md.malformed)
 		prev = &snap
 	}
 	done := make(chan struct{})
 	s.loading = done
 	what := s.stale
 	s.stale = 0
-	go s.loadAsync(done, prev, what)
+	// a pmcd that answered before and now accepts the connection but
+	// does not greet is stopped or busy: waiting for its greeting (off
+	// the scrape path) reconnects as soon as it answers again, where a
+	// new attempt at every backoff step would leave gaps of up to 30 s
+	wait := s.opts.Timeout
+	if s.md != nil {
+		wait = s.opts.MetadataTimeout
+	}
+	go s.loadAsync(done, prev, what, wait)
 }
 
-// loadAsync dials pmcd, reads its metadata and installs both; on failure
-// the source is down (when it had no connection) or keeps its previous
+// loadAsync dials pmcd (waiting at most wait for the connection and the
+// handshake), reads its metadata and installs both; on failure the
+// source is down (when it had no connection) or keeps its previous
 // metadata and tries again after a backoff.
-func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness) {
+func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, wait time.Duration) {
 	defer close(done)
-	c, err := dial(s.ep, s.opts.Timeout, s.opts.MaxPDU)
+	c, err := dial(s.ep, wait, s.opts.MaxPDU)
+	if err == nil {
+		c.limit = s.opts.SeriesLimit
+	}
 	var md *metadata
 	var kind loadKind
 	var st *starts // nil: unchanged (a label or namespace change)
@@ -61,6 +74,7 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness) {
 			st = new(starts)
 			*st, err = readStarts(c, deadline)
 		}
+		release(&c.dropped)
 		if err != nil {
 			c.close()
 		}
@@ -85,20 +99,41 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness) {
 		s.setDown(now, err)
 	case err != nil:
 		s.stale |= what
-		s.retryAt = now.Add(s.opts.Backoff[min(s.fails, len(s.opts.Backoff)-1)])
-		s.fails++
+		s.reloaded(now)
 		s.log.Warn("reading pmcd's metadata again failed; the previous metadata is kept", "pmcd", s.ep.String(), "err", err)
 	case md == prev:
 		// the selected names and their PMIDs are unchanged: nothing to
 		// install, the metadata and its epoch are kept
 		c.close()
 		s.loads.add(kind)
-		s.fails = 0
+		s.reloaded(now)
 		s.log.Debug("pmcd's namespace changed outside the selection; metadata kept", "pmcd", s.ep.String())
 	default:
 		s.loads.add(kind)
 		s.install(c, md, st, now)
 	}
+}
+
+// reloaded backs off the next metadata read after a change: pmcd flagging
+// a change at every fetch would otherwise make every scrape read the
+// metadata again (and log it). The wait grows by the backoff's steps at
+// each read until a fetch comes without a flag (quiet). s.mu is held.
+func (s *Source) reloaded(now time.Time) {
+	s.reloadAt = now.Add(s.opts.Backoff[min(s.reloadStep, len(s.opts.Backoff)-1)])
+	s.reloadStep++
+	if s.reloadStep == 2 {
+		s.log.Warn("pmcd flags a change at every fetch: its metadata is read again at most at each step of the backoff", "pmcd", s.ep.String(), "next", s.opts.Backoff[min(1, len(s.opts.Backoff)-1)], "max", s.opts.Backoff[len(s.opts.Backoff)-1])
+	}
+}
+
+// quiet records a fetch without change flags: the metadata reads' backoff
+// starts again from its first step. s.mu is held.
+func (s *Source) quiet() {
+	if s.reloadStep >= 2 {
+		s.log.Info("pmcd stopped flagging changes at every fetch", "pmcd", s.ep.String())
+	}
+	s.reloadStep = 0
+	s.changeLogged = false
 }
 
 // install makes c and md the source's connection and metadata, and st
@@ -113,17 +148,46 @@ func (s *Source) install(c *conn, md *metadata, st *starts, now time.Time) {
 		s.started = *st
 		s.flag(st.flags)
 	}
+	s.flag(c.flags)
+	c.flags = 0
 	s.instAt = now
 	s.epoch++
-	s.fails = 0
+	// the backoff's step is kept until a fetch succeeds (Fetch): a pmcd
+	// that answers the metadata and fails every fetch is connected to
+	// again once per step of the backoff, not once per scrape
 	s.down = nil
 	s.req = s.req[:0]
+	s.reportMalformed()
 	switch {
-	case reload:
+	case reload && s.reloadStep == 0:
 		s.log.Info("pmcd metadata read again after a change", "pmcd", s.ep.String(), "metrics", len(md.metrics), "all", st != nil)
+	case reload:
+		s.log.Debug("pmcd metadata read again after a change", "pmcd", s.ep.String(), "metrics", len(md.metrics), "all", st != nil)
 	case wasDown:
 		s.log.Debug("pmcd connected again", "pmcd", s.ep.String(), "metrics", len(md.metrics))
 	}
+	if reload {
+		s.reloaded(now)
+	}
+}
+
+// reportMalformed logs, once per change of their count, the labels the
+// metadata leaves out as malformed. s.mu is held.
+func (s *Source) reportMalformed() {
+	n := s.md.malformedLabels()
+	if n == s.malformedLogged {
+		return
+	}
+	s.malformedLogged = n
+	if n == 0 {
+		s.log.Info("pmcd's labels are well-formed again", "pmcd", s.ep.String())
+		return
+	}
+	why := s.md.why
+	if len(why) > 300 {
+		why = why[:300] + "..."
+	}
+	s.log.Warn("pmcd sent malformed labels: left out, the rest served", "pmcd", s.ep.String(), "labels", n, "first", why)
 }
 
 // retry is the backoff timer's end: a new connection is tried.
@@ -298,14 +362,15 @@ func (c *conn) fetchRequest(pmids []semantics.PMID, buf []byte) (p pdu, code, fl
 // outside the steady fetch path.
 func (c *conn) fetchOnce(deadline time.Time, pmids []semantics.PMID, types []semantics.Type) ([]source.ValueSet, time.Time, int32, error) {
 	c.c.SetDeadline(deadline)
-	p, code, flags, _, err := c.fetchRequest(pmids, nil)
+	p, code, flags, buf, err := c.fetchRequest(pmids, nil)
+	retain(buf, &c.dropped)
 	if err != nil {
 		return nil, time.Time{}, flags, err
 	}
 	if p.typ == pduError {
 		return nil, time.Time{}, flags, pmErr(code)
 	}
-	rd := resultDecoder{peer: c.peer}
+	rd := resultDecoder{peer: c.peer, limit: c.limit}
 	sets, at, err := rd.decode(p, pmids, types, nil)
 	if err == nil {
 		rd.link(sets)

@@ -1,6 +1,7 @@
 package pmcd
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -176,6 +177,7 @@ func (s *Source) readLabels(c *conn, deadline time.Time, prev *metadata) (*metad
 func (s *Source) readNew(c *conn, deadline time.Time, prev *metadata, names []string, ids []semantics.PMID) (*metadata, error) {
 	md := newMetadata(names, ids)
 	md.context = prev.context
+	md.malformed, md.why = maps.Clone(prev.malformed), prev.why
 	var fresh []semantics.PMID
 	for _, id := range ids {
 		if id == semantics.PMIDNull || md.descs[id] != nil || slices.Contains(fresh, id) {

@@ -20,6 +20,58 @@ type metadata struct {
 	context semantics.LabelSet
 	// unresolved counts selected names pmcd gave no PMID or descriptor for.
 	unresolved int
+	// malformed counts the labels left out as malformed, by the label
+	// request (type and ident) that got them; why is an example.
+	malformed map[[2]uint32]int
+	why       string
+}
+
+// noteMalformed records how many labels the answer to the label request
+// of sub and ident left out as malformed (sets, all of that answer).
+func (md *metadata) noteMalformed(sub, ident uint32, sets []labelSet) {
+	n := 0
+	for _, ls := range sets {
+		if ls.bad > 0 && n == 0 {
+			md.why = labelsOf(sub, ident, ls.inst) + ": " + ls.why
+		}
+		n += ls.bad
+	}
+	key := [2]uint32{sub, ident}
+	if n == 0 {
+		delete(md.malformed, key)
+		return
+	}
+	if md.malformed == nil {
+		md.malformed = map[[2]uint32]int{}
+	}
+	md.malformed[key] = n
+}
+
+// labelsOf names the labels of a label request's set.
+func labelsOf(sub, ident uint32, inst int32) string {
+	switch sub {
+	case labelContext:
+		return "the context's labels"
+	case labelDomain:
+		return fmt.Sprintf("the labels of domain %d", ident)
+	case labelInDom:
+		return "the labels of instance domain " + semantics.InDom(ident).String()
+	case labelCluster:
+		id := semantics.PMID(ident)
+		return fmt.Sprintf("the labels of cluster %d.%d", id.Domain(), id.Cluster())
+	case labelItem:
+		return "the labels of metric " + semantics.PMID(ident).String()
+	}
+	return fmt.Sprintf("the labels of instance %d of instance domain %s", inst, semantics.InDom(ident))
+}
+
+// malformedLabels is how many labels md left out as malformed.
+func (md *metadata) malformedLabels() int {
+	n := 0
+	for _, v := range md.malformed {
+		n += v
+	}
+	return n
 }
 
 // indom is an instance domain's instances in id order, and an index of
@@ -27,6 +79,8 @@ type metadata struct {
 type indom struct {
 	insts []source.Instance
 	ids   map[int32]struct{}
+	// cut counts the instances left out by the series limit.
+	cut int
 }
 
 // PMNS_NAMES requests are split as libpcp splits them (pmns.c).
@@ -272,6 +326,18 @@ func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *meta
 			}
 		}
 	}
+	var instLabelsOf []semantics.InDom
+	for _, r := range reqs {
+		if r.kind == pduLabelReq && r.sub == labelInstances {
+			instLabelsOf = append(instLabelsOf, semantics.InDom(r.ident))
+		}
+	}
+	// instance labels only after a fetch from their agents (profile.go)
+	flags, err := c.primeAgents(deadline, descs, instLabelsOf)
+	c.flags |= flags
+	if err != nil {
+		return err
+	}
 	c.w.b = c.w.b[:0]
 	for _, r := range reqs {
 		c.w.begin(r.kind)
@@ -289,7 +355,7 @@ func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *meta
 		c.w.finish()
 	}
 	instLabels := map[semantics.InDom]map[int32]semantics.LabelSet{}
-	return c.exchange(deadline, len(reqs), func(i int, p pdu) error {
+	err = c.exchange(deadline, len(reqs), func(i int, p pdu) error {
 		r := reqs[i]
 		if p.typ == pduError {
 			return ignorePCPError(c.expect(p, pduError))
@@ -315,19 +381,21 @@ func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *meta
 			if err := c.expect(p, pduInstance); err != nil {
 				return err
 			}
-			insts, err := decodeInstances(p, c.peer)
+			insts, cut, err := decodeInstances(p, c.peer, c.limit)
 			if err != nil {
 				return err
 			}
 			md.setInstances(semantics.InDom(r.ident), insts, instLabels[semantics.InDom(r.ident)])
+			md.indoms[semantics.InDom(r.ident)].cut = cut
 		case pduLabelReq:
 			if err := c.expect(p, pduLabel); err != nil {
 				return err
 			}
-			sets, err := decodeLabels(p, c.peer)
+			sets, err := decodeLabels(p, c.peer, c.limit)
 			if err != nil {
 				return err
 			}
+			md.noteMalformed(r.sub, r.ident, sets)
 			if r.sub == labelInstances {
 				m := map[int32]semantics.LabelSet{}
 				for _, s := range sets {
@@ -345,6 +413,16 @@ func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *meta
 		}
 		return nil
 	})
+	if !labelsOnly {
+		// pmLookupText(PM_TEXT_HELP) answers the one-line text where pmcd
+		// has no long text or an empty one (libpcp's help.c, fallbacktext)
+		for _, d := range descs {
+			if d != nil && help[d.PMID] == "" {
+				help[d.PMID] = oneline[d.PMID]
+			}
+		}
+	}
+	return err
 }
 
 // setInstances records an instance domain's instances (sorted by id) with
@@ -359,34 +437,52 @@ func (md *metadata) setInstances(id semantics.InDom, insts []source.Instance, la
 	md.indoms[id] = in
 }
 
-// decodeInstances decodes an INSTANCE PDU.
-func decodeInstances(p pdu, peer string) ([]source.Instance, error) {
+// decodeInstances decodes an INSTANCE PDU, keeping the first limit
+// instances (all when limit is 0): cut counts the others.
+func decodeInstances(p pdu, peer string, limit int) (insts []source.Instance, cut int, _ error) {
 	d := newDecoder(p, peer)
 	d.u32() // indom: pmcd's DSO agents echo it in host order; ignored as libpcp does
 	n := d.count(8, "numinst")
-	insts := make([]source.Instance, 0, n)
+	keep := n
+	if limit > 0 && n > limit {
+		keep, cut = limit, n-limit
+	}
+	insts = make([]source.Instance, 0, keep)
 	for i := 0; i < n && d.err == nil; i++ {
 		id := d.i32()
 		l := d.count(1, "name length")
-		insts = append(insts, source.Instance{ID: id, Name: string(d.bytes(l, true))})
+		name := d.bytes(l, true)
+		if i < keep {
+			insts = append(insts, source.Instance{ID: id, Name: string(name)})
+		}
 	}
-	return insts, d.end()
+	return insts, cut, d.end()
 }
 
 // labelSet is one set of a LABEL PDU.
 type labelSet struct {
 	inst   int32
 	labels semantics.LabelSet
+	// bad counts the set's labels left out as malformed (a name or value
+	// outside the set's JSON text, a value that is not JSON); why is the
+	// first one's error.
+	bad int
+	why string
 }
 
 // decodeLabels decodes a LABEL PDU: its sets with their JSON text checked
-// against their index.
-func decodeLabels(p pdu, peer string) ([]labelSet, error) {
+// against their index, the first limit sets only (all when limit is 0). A
+// malformed label is left out of its set (and counted in it); a PDU whose
+// layout is broken is an error.
+func decodeLabels(p pdu, peer string, limit int) ([]labelSet, error) {
 	d := newDecoder(p, peer)
 	d.u32() // ident
 	d.u32() // type
 	d.u32() // padding
 	n := d.count(16, "nsets")
+	if limit > 0 && n > limit {
+		n = limit
+	}
 	sets := make([]labelSet, 0, n)
 	var idx []semantics.LabelIndex
 	jsonEnd := 0
@@ -429,12 +525,21 @@ func decodeLabels(p pdu, peer string) ([]labelSet, error) {
 		if d.err != nil {
 			break
 		}
-		ls, err := semantics.LabelSetFromJSONB(d.b[off:off+jl], idx)
+		text := d.b[off : off+jl]
+		ls, err := semantics.LabelSetFromJSONB(text, idx)
+		set := labelSet{inst: inst, labels: ls}
 		if err != nil {
-			d.fail(at, "label set %d: %v", i, err)
-			break
+			set.why = fmt.Sprintf("pmcd at %s: LABEL at byte %d: label set %d: %v", peer, at, i, err)
+			good := idx[:0]
+			for k := range idx {
+				if _, err := semantics.LabelSetFromJSONB(text, idx[k:k+1]); err == nil {
+					good = append(good, idx[k])
+				}
+			}
+			set.bad = len(idx) - len(good)
+			set.labels, _ = semantics.LabelSetFromJSONB(text, good)
 		}
-		sets = append(sets, labelSet{inst: inst, labels: ls})
+		sets = append(sets, set)
 	}
 	return sets, d.err
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
@@ -78,10 +79,37 @@ const (
 	// DefaultMaxPDU bounds a reply from pmcd (whose own bound is INT_MAX):
 	// big results (many processes) are megabytes.
 	DefaultMaxPDU = 64 << 20
-	// readChunk is how much a reply buffer grows by at a time, so that a
-	// peer announcing a huge PDU costs only what it really sends.
+	// readChunk is how much of a reply must have arrived before its
+	// buffer is made its announced size: until then the buffer doubles
+	// as bytes arrive, so that a peer announcing a huge PDU costs only
+	// what it really sends, and a big PDU is copied once, not at every
+	// step (its peak is its size and readChunk).
 	readChunk = 1 << 20
+	// maxRetained bounds a reply buffer kept for the next reply: a bigger
+	// one (a huge reply, or junk) is left to the garbage collector.
+	maxRetained = 4 << 20
 )
+
+// retain returns buf emptied for reuse, or nil when it is too big to keep
+// (and then sets *dropped).
+func retain(buf []byte, dropped *bool) []byte {
+	if cap(buf) > maxRetained {
+		*dropped = true
+		return nil
+	}
+	return buf[:0]
+}
+
+// release returns the memory of the reply buffers dropped (see retain) to
+// the system once their replies are decoded: left to the garbage
+// collector, a 64 MiB buffer stays resident, and its size sets the heap
+// goal that the next one grows to (two of them resident at once).
+func release(dropped *bool) {
+	if *dropped {
+		*dropped = false
+		debug.FreeOSMemory()
+	}
+}
 
 // FormatError is a reply from pmcd that breaks the protocol: the peer, the
 // PDU and the byte offset in it where decoding failed.
@@ -105,8 +133,8 @@ type pdu struct {
 
 // readPDU reads one PDU into buf (reused when large enough) from r. A
 // declared length outside [12, max] is an error before anything more is
-// read; a long body is read in chunks so that memory follows the bytes
-// actually received.
+// read; the buffer grows with the bytes actually received, and takes the
+// announced length only once readChunk bytes of it have arrived.
 func readPDU(r io.Reader, buf []byte, max int, peer string) (pdu, []byte, error) {
 	if cap(buf) < hdrSize {
 		buf = make([]byte, 0, 4096)
@@ -126,12 +154,8 @@ func readPDU(r io.Reader, buf []byte, max int, peer string) (pdu, []byte, error)
 	for len(h) < n {
 		want := n
 		if want > cap(h) {
-			want = cap(h) * 2
-			if want-len(h) > readChunk {
-				want = len(h) + readChunk
-			}
-			if want > n {
-				want = n
+			if len(h) < readChunk {
+				want = min(cap(h)*2, readChunk, n)
 			}
 			nb := make([]byte, len(h), want)
 			copy(nb, h)

@@ -16,6 +16,10 @@ type resultDecoder struct {
 	vals   []source.InstValue
 	starts []int
 	errs   map[int32]error
+	// limit bounds the values decoded in a fetch (0: none); cut counts
+	// those left out by it.
+	limit int
+	cut   int
 }
 
 // errOf returns the error of a code, made once per code.
@@ -90,7 +94,12 @@ func (r *resultDecoder) decode(p pdu, pmids []semantics.PMID, types []semantics.
 		}
 		valfmt := binary.BigEndian.Uint32(b[pos:])
 		pos += 4
-		nv := int(numval)
+		all := int(numval)
+		nv := all
+		if r.limit > 0 && len(r.vals)+nv > r.limit {
+			nv = max(0, r.limit-len(r.vals))
+			r.cut += all - nv
+		}
 		base := len(r.vals)
 		if cap(r.vals)-base < nv {
 			nvals := make([]source.InstValue, base, 2*cap(r.vals)+nv)
@@ -99,7 +108,7 @@ func (r *resultDecoder) decode(p pdu, pmids []semantics.PMID, types []semantics.
 		}
 		r.vals = r.vals[:base+nv]
 		dst := r.vals[base:]
-		vl := b[pos : pos+8*nv]
+		vl := b[pos : pos+8*all]
 		switch valfmt {
 		case semantics.ValInsitu:
 			t := types[i]
@@ -137,7 +146,7 @@ func (r *resultDecoder) decode(p pdu, pmids []semantics.PMID, types []semantics.
 		default:
 			return sets, ts, fail(pos-4, "unknown value format %d of %s", valfmt, pmid)
 		}
-		pos += 8 * nv
+		pos += 8 * all
 		sets = append(sets, vs)
 	}
 	return sets, ts, nil
@@ -159,4 +168,5 @@ func (r *resultDecoder) link(sets []source.ValueSet) {
 func (r *resultDecoder) reset() {
 	r.vals = r.vals[:0]
 	r.starts = r.starts[:0]
+	r.cut = 0
 }

@@ -1,16 +1,17 @@
 package pmcd
 
 import (
-	"fmt"
-	"path"
 	"strings"
+
+	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
 
 // Selection chooses the metrics of pmcd to export: a name is selected when
 // it matches an include pattern (or there is none) and no exclude pattern.
-// A pattern is a metric name or subtree ("kernel.all" selects
-// kernel.all.load and the rest of kernel.all), or a glob over the whole
-// dotted name when it has any of *?[ ("*" crosses dots: "network.*.in.*").
+// A pattern follows semantics.MatchMetricName's rule: a metric name or
+// subtree ("kernel.all" selects kernel.all.load and the rest of
+// kernel.all), or a glob over the whole dotted name when it has any of
+// *?[ ("*" crosses dots: "network.*.in.*").
 type Selection struct {
 	Include, Exclude []string
 }
@@ -22,13 +23,8 @@ func ParseSelection(patterns []string) (Selection, error) {
 	for _, p := range patterns {
 		ex := strings.HasPrefix(p, "-")
 		p = strings.TrimPrefix(p, "-")
-		if p == "" || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") {
-			return Selection{}, fmt.Errorf("metric pattern %q: not a name, subtree or glob", p)
-		}
-		if isGlob(p) {
-			if _, err := path.Match(p, ""); err != nil {
-				return Selection{}, fmt.Errorf("metric pattern %q: %v", p, err)
-			}
+		if err := semantics.CheckMetricPattern(p); err != nil {
+			return Selection{}, err
 		}
 		if ex {
 			s.Exclude = append(s.Exclude, p)
@@ -39,20 +35,10 @@ func ParseSelection(patterns []string) (Selection, error) {
 	return s, nil
 }
 
-func isGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
-
-func matches(p, name string) bool {
-	if isGlob(p) {
-		ok, _ := path.Match(p, name)
-		return ok
-	}
-	return name == p || len(name) > len(p) && name[len(p)] == '.' && strings.HasPrefix(name, p)
-}
-
 // Selected reports whether the selection exports name.
 func (s Selection) Selected(name string) bool {
 	for _, p := range s.Exclude {
-		if matches(p, name) {
+		if semantics.MatchMetricName(p, name) {
 			return false
 		}
 	}
@@ -60,7 +46,7 @@ func (s Selection) Selected(name string) bool {
 		return true
 	}
 	for _, p := range s.Include {
-		if matches(p, name) {
+		if semantics.MatchMetricName(p, name) {
 			return true
 		}
 	}

@@ -32,7 +32,21 @@ type Options struct {
 	// Logger receives a line per metadata refresh, and (debug) per change
 	// of connection state (default: discarded).
 	Logger *slog.Logger
+	// SeriesLimit bounds the values a fetch serves and the instances of
+	// an instance domain kept (default DefaultSeriesLimit, negative: no
+	// limit), as Prometheus's sample_limit bounds a scrape: the rest is
+	// left out (source.Limited), with a log line when the cutting starts
+	// and one when it stops.
+	SeriesLimit int
+	// Security is the TLS and SASL authentication to use (secure.go; nil:
+	// neither).
+	Security *Security
 }
+
+// DefaultSeriesLimit is the default Options.SeriesLimit: about twice the
+// series of a busy host's full pmcd (proc included), and what serving
+// costs about 40 MB for.
+const DefaultSeriesLimit = 100_000
 
 // instanceRefresh is how often the instance domains of the fetched metrics
 // are read again even when no unknown instance shows up.
@@ -65,10 +79,25 @@ type Source struct {
 	loading chan struct{}
 	closed  bool
 	down    error // why pmcd cannot be reached; nil when connected
-	retryAt time.Time
-	retryT  *time.Timer
-	fails   int
-	started starts
+	// downFirst is the first failure since the last successful fetch.
+	downFirst error
+	retryAt   time.Time
+	retryT    *time.Timer
+	// fails counts the failures since the last successful fetch: the
+	// step of the reconnections' backoff.
+	fails int
+	// reloadAt is when a metadata read after a change may start, and
+	// reloadStep the step of its backoff (see reloaded).
+	reloadAt   time.Time
+	reloadStep int
+	// flagged says the fetch under way saw change flags; changeLogged
+	// that a change was logged since the last fetch without flags.
+	flagged, changeLogged bool
+	// malformedLogged is the count of malformed labels last logged;
+	// cutting says the last fetch's values were cut by the series limit.
+	malformedLogged int
+	cutting         bool
+	started         starts
 
 	// fetch state, reused
 	rd        resultDecoder
@@ -98,6 +127,7 @@ func New(spec string, opts Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	ep.sec = opts.Security
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
@@ -110,12 +140,19 @@ func New(spec string, opts Options) (*Source, error) {
 	if len(opts.Backoff) == 0 {
 		opts.Backoff = defaultBackoff
 	}
+	switch {
+	case opts.SeriesLimit == 0:
+		opts.SeriesLimit = DefaultSeriesLimit
+	case opts.SeriesLimit < 0:
+		opts.SeriesLimit = 0
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Source{ep: ep, opts: opts, log: log, failing: map[semantics.PMID]int32{}}
 	s.rd.peer = ep.String()
+	s.rd.limit = opts.SeriesLimit
 	s.down = fmt.Errorf("pmcd at %s: not connected yet", ep)
 	return s, nil
 }
@@ -183,7 +220,13 @@ func (s *Source) setDown(now time.Time, err error) {
 		// the bridge logs the change of state once (Status); this is detail
 		s.log.Debug("pmcd unreachable", "pmcd", s.ep.String(), "err", err)
 	}
-	s.down = err
+	if s.fails == 0 {
+		s.downFirst = err
+	}
+	// Status says why the source went down until a fetch succeeds again:
+	// the failures that follow (other parts of a truncated reply, refused
+	// connections) are the same state, not new ones
+	s.down = s.downFirst
 	wait := s.opts.Backoff[min(s.fails, len(s.opts.Backoff)-1)]
 	s.retryAt = now.Add(wait)
 	s.fails++
@@ -212,7 +255,7 @@ func (s *Source) Metrics() []source.Metric {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	if s.ensure(now) && s.stale != 0 && !now.Before(s.retryAt) {
+	if s.ensure(now) && s.stale != 0 && !now.Before(s.reloadAt) {
 		s.startLoad()
 	}
 	if s.md == nil {
@@ -273,9 +316,17 @@ func (s *Source) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) 
 	defer s.mu.Unlock()
 	now := time.Now()
 	if s.ensure(now) {
+		defer release(&s.c.dropped)
 		deadline := now.Add(s.opts.Timeout)
+		s.flagged = false
 		err := s.fetchLocked(pmids, res, deadline)
 		if err == nil {
+			s.fails = 0
+			s.down = nil
+			if !s.flagged {
+				s.quiet()
+			}
+			s.reportCut()
 			s.afterFetch(res, deadline)
 			return nil
 		}
@@ -320,7 +371,7 @@ func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadlin
 			s.bufs = append(s.bufs, nil)
 		}
 		p, code, flags, buf, err := c.fetchRequest(pmids[lo:hi], s.bufs[k])
-		s.bufs[k] = buf[:0]
+		s.bufs[k] = retain(buf, &c.dropped)
 		s.flag(flags)
 		if err != nil {
 			return err
@@ -346,6 +397,9 @@ func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadlin
 // flag records pmcd's state-change flags: metadata is read again (in the
 // background) at the next Metrics call, as much of it as the flags call for.
 func (s *Source) flag(code int32) {
+	if code != 0 {
+		s.flagged = true
+	}
 	var what staleness
 	if code&(pmcdAgentChange|pmcdHostnameChange) != 0 {
 		what |= staleAll
@@ -359,8 +413,13 @@ func (s *Source) flag(code int32) {
 	if what&^s.stale != 0 {
 		s.stale |= what
 		level := slog.LevelInfo
-		if what == staleNames {
+		switch {
+		case what == staleNames:
 			level = slog.LevelDebug // frequent (MMV files), mostly outside the selection
+		case s.changeLogged:
+			level = slog.LevelDebug // logged once until a fetch comes without a flag
+		default:
+			s.changeLogged = true
 		}
 		s.log.Log(context.Background(), level, "pmcd reports a change; metadata will be read again", "pmcd", s.ep.String(), "flags", fmt.Sprintf("0x%x", code))
 	}
@@ -411,6 +470,9 @@ func (s *Source) afterFetch(res *source.Result, deadline time.Time) {
 			continue
 		}
 		known := s.md.indoms[in]
+		if known != nil && known.cut > 0 {
+			continue // values of instances left out are expected
+		}
 		for j := range vals {
 			if known == nil {
 				s.addRefresh(in)
@@ -425,8 +487,10 @@ func (s *Source) afterFetch(res *source.Result, deadline time.Time) {
 	s.nextStart = append(s.nextStart, int32(len(s.nextInst)))
 	if now := time.Now(); now.Sub(s.instAt) > instanceRefresh {
 		s.instAt = now
-		for _, in := range s.indoms {
-			if in != semantics.InDomNull {
+		// only of sets fetched: their agents have this connection's
+		// profile for the instance labels (profile.go)
+		for i, in := range s.indoms {
+			if in != semantics.InDomNull && res.Sets[i].Err == nil {
 				s.addRefresh(in)
 			}
 		}
@@ -436,6 +500,8 @@ func (s *Source) afterFetch(res *source.Result, deadline time.Time) {
 	if len(s.refresh) > 0 {
 		if err := s.readInstances(s.refresh, deadline); err != nil {
 			s.setDown(time.Now(), err)
+		} else {
+			s.reportMalformed()
 		}
 	}
 }
@@ -474,6 +540,11 @@ func (s *Source) readInstances(indoms []semantics.InDom, deadline time.Time) err
 		}
 	}
 	var insts []source.Instance
+	var cut int
+	set := func(in semantics.InDom, insts []source.Instance, labels map[int32]semantics.LabelSet) {
+		s.md.setInstances(in, insts, labels)
+		s.md.indoms[in].cut = cut
+	}
 	return c.exchange(deadline, per*len(indoms), func(i int, p pdu) error {
 		in := indoms[i/per]
 		if p.typ == pduError {
@@ -481,12 +552,12 @@ func (s *Source) readInstances(indoms []semantics.InDom, deadline time.Time) err
 				return err
 			}
 			if i%per == 0 {
-				insts = nil
+				insts, cut = nil, 0
 				if per == 1 {
-					s.md.setInstances(in, nil, nil)
+					set(in, nil, nil)
 				}
 			} else {
-				s.md.setInstances(in, insts, nil)
+				set(in, insts, nil)
 			}
 			return nil
 		}
@@ -495,28 +566,56 @@ func (s *Source) readInstances(indoms []semantics.InDom, deadline time.Time) err
 				return err
 			}
 			var err error
-			if insts, err = decodeInstances(p, c.peer); err != nil {
+			if insts, cut, err = decodeInstances(p, c.peer, c.limit); err != nil {
 				return err
 			}
 			if per == 1 {
-				s.md.setInstances(in, insts, nil)
+				set(in, insts, nil)
 			}
 			return nil
 		}
 		if err := c.expect(p, pduLabel); err != nil {
 			return err
 		}
-		sets, err := decodeLabels(p, c.peer)
+		sets, err := decodeLabels(p, c.peer, c.limit)
 		if err != nil {
 			return err
 		}
+		s.md.noteMalformed(labelInstances, uint32(in), sets)
 		m := make(map[int32]semantics.LabelSet, len(sets))
 		for _, ls := range sets {
 			m[ls.inst] = ls.labels
 		}
-		s.md.setInstances(in, insts, m)
+		set(in, insts, m)
 		return nil
 	})
+}
+
+// reportCut logs when the series limit starts and stops cutting a
+// fetch's values. s.mu is held.
+func (s *Source) reportCut() {
+	switch cut := s.rd.cut; {
+	case cut > 0 && !s.cutting:
+		s.log.Warn("pmcd sends more values than the series limit: the rest are left out", "pmcd", s.ep.String(), "limit", s.opts.SeriesLimit, "left_out", cut)
+	case cut == 0 && s.cutting:
+		s.log.Info("pmcd's values are within the series limit again", "pmcd", s.ep.String(), "limit", s.opts.SeriesLimit)
+	}
+	s.cutting = s.rd.cut > 0
+}
+
+// LeftOut says what the source leaves out of what pmcd sends: malformed
+// labels, and values and instances beyond the series limit.
+func (s *Source) LeftOut() source.LeftOut {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lo := source.LeftOut{SeriesLimit: s.opts.SeriesLimit, SeriesCut: s.rd.cut}
+	if s.md != nil {
+		lo.MalformedLabels = s.md.malformedLabels()
+		for _, in := range s.md.indoms {
+			lo.InstancesCut += in.cut
+		}
+	}
+	return lo
 }
 
 // Close closes the connection.
@@ -540,6 +639,7 @@ var (
 	_ source.Monitored   = (*Source)(nil)
 	_ source.Generations = (*Source)(nil)
 	_ source.Epoched     = (*Source)(nil)
+	_ source.Limited     = (*Source)(nil)
 )
 
 // Ping reports whether pmcd answers the handshake now (without reading its

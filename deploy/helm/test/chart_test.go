@@ -3,9 +3,11 @@ package test
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -570,15 +572,59 @@ func checkListenAndProbes(t *testing.T, c corev1.Container) {
 	}
 }
 
-// TestSidecarOnlyTemplates: the default mode renders no workload (the named
-// template is for users' pod specs), only the ServiceAccount.
-func TestSidecarOnlyTemplates(t *testing.T) {
+// TestDefaultRendersExporter: a default helm template renders a running
+// exporter (a DaemonSet serving the node's pmcd and MMV directory, its
+// Service); sidecar mode renders only the ServiceAccount beside its named
+// templates (for users' pod specs).
+func TestDefaultRendersExporter(t *testing.T) {
 	m, err := render(t)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !slices.Contains(m.kinds, "DaemonSet") || !slices.Contains(m.kinds, "Service") {
+		t.Fatalf("default values render %v, want a DaemonSet and its Service", m.kinds)
+	}
+	out, err := renderRaw(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--pmcd=unix:/run/pcp/pmcd.socket", "path: /run/pcp", "path: /var/lib/pcp/tmp/mmv"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("default values render no %q", want)
+		}
+	}
+	m, err = render(t, "--set", "mode=sidecar")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !slices.Equal(m.kinds, []string{"ServiceAccount"}) {
-		t.Errorf("default values render %v, want only the ServiceAccount", m.kinds)
+		t.Errorf("mode=sidecar renders %v, want only the ServiceAccount", m.kinds)
+	}
+}
+
+// TestChartCitesExistingFiles: every *.md file the chart's files name
+// exists in the chart or the repository.
+func TestChartCitesExistingFiles(t *testing.T) {
+	cite := regexp.MustCompile(`[A-Za-z0-9_./-]+\.md\b`)
+	err := filepath.WalkDir(chartDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, c := range cite.FindAllString(string(b), -1) {
+			_, e1 := os.Stat(filepath.Join(chartDir, c))
+			_, e2 := os.Stat(filepath.Join("..", "..", "..", c))
+			if e1 != nil && e2 != nil {
+				t.Errorf("%s cites %s, which exists neither in the chart nor in the repository", path, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

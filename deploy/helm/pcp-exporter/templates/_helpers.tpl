@@ -101,7 +101,7 @@ pcp-exporter.commonArgs: flags shared by serve and backfill (naming, mapping, de
 {{- end }}
 
 {{/*
-pcp-exporter.serveArgs: the args of `pcp-exporter serve` (design.md CLI contract).
+pcp-exporter.serveArgs: the args of `pcp-exporter serve` (their --help).
 */}}
 {{- define "pcp-exporter.serveArgs" -}}
 - serve
@@ -302,7 +302,7 @@ annotations:
 {{- end }}
 
 {{/*
-pcp-exporter.backfillArgs: `pcp-exporter backfill` flags (design.md CLI contract), without
+pcp-exporter.backfillArgs: `pcp-exporter backfill` flags (their --help), without
 the archives.
 */}}
 {{- define "pcp-exporter.backfillArgs" -}}

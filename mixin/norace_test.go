@@ -1,0 +1,5 @@
+//go:build !race
+
+package mixin
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package packaging
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pmcd
+
+const raceEnabled = false

@@ -1,0 +1,271 @@
+package pmcd
+
+import (
+	"bufio"
+	"crypto/tls"
+	"encoding/binary"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+)
+
+// serveHostile accepts one connection at a time on network ("tcp" or
+// "unix") and hands it to h.
+func serveHostile(t *testing.T, network string, h func(c net.Conn)) string {
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = filepath.Join(t.TempDir(), "pmcd.socket")
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); h(c) }()
+		}
+	}()
+	if network == "unix" {
+		return "unix:" + addr
+	}
+	return ln.Addr().String()
+}
+
+// readN reads and discards n bytes (a PDU the fake does not look at).
+func readPDUFrom(c net.Conn) []byte {
+	h := make([]byte, 12)
+	if _, err := io.ReadFull(c, h); err != nil {
+		return nil
+	}
+	n := binary.BigEndian.Uint32(h)
+	if n < 12 || n > 1<<16 {
+		return nil
+	}
+	b := make([]byte, n)
+	copy(b, h)
+	io.ReadFull(c, b[12:])
+	return b
+}
+
+func attrPDU(v []byte) []byte {
+	return append(be(uint32(16+len(v)), pduAttr, 0, 0), v...)
+}
+
+func greet(features uint32) []byte { return mkpdu(pduError, be(0, 2<<24|1<<16|features)) }
+
+// TestSecureHostile: a pmcd that does not offer what is configured,
+// refuses or breaks TLS, or sends a hostile or endless SASL exchange
+// gives one clear line naming it, in time, never a plaintext fallback.
+func TestSecureHostile(t *testing.T) {
+	ca := e2e.NewCA(t, "hostile")
+	now := time.Now()
+	files := ca.Issue(t, "server", []string{"127.0.0.1"}, now.Add(-time.Hour), now.Add(time.Hour), false)
+	pair, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsSec := &Security{TLS: &tls.Config{RootCAs: pool(t, ca.File)}}
+	scramSec := &Security{SASL: scramAuth("u", "secret-pw", "")}
+	loginSec := &Security{SASL: scramAuth("u", "secret-pw", "LOGIN")}
+	const secure = featSecure | featSecureAck | featHighres | featDescs | featLabels
+	cases := []struct {
+		name, network string
+		sec           *Security
+		h             func(c net.Conn)
+		want          string
+	}{
+		{"no tls offered", "tcp", tlsSec, func(c net.Conn) {
+			c.Write(greet(featAuth | featHighres))
+			readPDUFrom(c)
+		}, "does not offer TLS"},
+		{"no auth offered", "tcp", scramSec, func(c net.Conn) {
+			c.Write(greet(featHighres))
+			readPDUFrom(c)
+		}, "does not offer authentication"},
+		{"secure-ack refusal", "tcp", tlsSec, func(c net.Conn) {
+			c.Write(greet(secure))
+			readPDUFrom(c)
+			c.Write(mkpdu(pduError, be(uint32(0xffffcf82)))) // PM_ERR_TLS
+			time.Sleep(time.Second)
+		}, "refused TLS: TLS protocol failure"},
+		{"plaintext after the ack", "tcp", tlsSec, func(c net.Conn) {
+			c.Write(greet(secure))
+			readPDUFrom(c)
+			c.Write(append(mkpdu(pduError, be(0)), mkpdu(pduPMNSIDs, be(1, 1))...))
+			time.Sleep(time.Second)
+		}, "plaintext bytes before the TLS handshake"},
+		{"alert instead of a handshake", "tcp", tlsSec, func(c net.Conn) {
+			c.Write(greet(secure))
+			readPDUFrom(c)
+			c.Write(mkpdu(pduError, be(0)))
+			c.Read(make([]byte, 512))
+			c.Write([]byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28}) // fatal handshake_failure
+			time.Sleep(time.Second)
+		}, "pmcd rejected the TLS handshake"},
+		{"alert mid-stream", "tcp", tlsSec, func(c net.Conn) {
+			c.Write(greet(secure))
+			readPDUFrom(c)
+			c.Write(mkpdu(pduError, be(0)))
+			tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{pair}})
+			if tc.Handshake() != nil {
+				return
+			}
+			readPDUFrom(tc)
+			c.Write([]byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x50}) // a plaintext internal_error alert
+			time.Sleep(time.Second)
+		}, "bad record MAC"},
+		{"silent after tls", "tcp", tlsSec, func(c net.Conn) {
+			c.Write(greet(secure))
+			readPDUFrom(c)
+			c.Write(mkpdu(pduError, be(0)))
+			tls.Server(c, &tls.Config{Certificates: []tls.Certificate{pair}}).Handshake()
+			time.Sleep(3 * time.Second)
+		}, "no answer to the handshake within"},
+		{"huge scram iterations", "tcp", scramSec, func(c net.Conn) {
+			c.Write(greet(featAuth | featHighres))
+			readPDUFrom(c)
+			c.Write(attrPDU([]byte("SCRAM-SHA-256")))
+			first := readPDUFrom(c)
+			_, nonce, _ := strings.Cut(string(first), ",r=")
+			c.Write(attrPDU([]byte("r=" + nonce + "X,s=c2FsdA==,i=2000000000")))
+			time.Sleep(time.Second)
+		}, "iteration count"},
+		{"oversized challenge", "tcp", scramSec, func(c net.Conn) {
+			c.Write(greet(featAuth | featHighres))
+			readPDUFrom(c)
+			c.Write(attrPDU([]byte("SCRAM-SHA-256")))
+			readPDUFrom(c)
+			c.Write(attrPDU(make([]byte, 100000)))
+			time.Sleep(time.Second)
+		}, "ATTR at byte 0: length 100016 outside"},
+		{"garbage mechanisms", "tcp", scramSec, func(c net.Conn) {
+			c.Write(greet(featAuth | featHighres))
+			readPDUFrom(c)
+			c.Write(attrPDU([]byte(strings.Repeat("\xff\x01 ", 1000))))
+			time.Sleep(time.Second)
+		}, "no usable SASL mechanism offered"},
+		{"endless login", "unix", loginSec, func(c net.Conn) {
+			c.Write(greet(featAuth | featHighres))
+			readPDUFrom(c)
+			c.Write(attrPDU([]byte("LOGIN")))
+			for readPDUFrom(c) != nil {
+				c.Write(attrPDU([]byte("More:")))
+			}
+		}, "the SASL exchange went on after LOGIN completed"},
+		{"sasl refusal", "unix", loginSec, func(c net.Conn) {
+			c.Write(greet(featAuth | featHighres))
+			readPDUFrom(c)
+			c.Write(attrPDU([]byte("LOGIN")))
+			readPDUFrom(c)
+			c.Write(mkpdu(pduError, be(uint32(0xffffac93)))) // PM_ERR_NYI + SASL_BADAUTH
+			time.Sleep(time.Second)
+		}, `authentication as "u" with LOGIN failed: Authentication - authentication failure`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := serveHostile(t, tc.network, tc.h)
+			ep, err := ParseSpec(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep.sec = tc.sec
+			start := time.Now()
+			c, err := dial(ep, testTimeout, DefaultMaxPDU)
+			if err == nil {
+				c.close()
+				t.Fatal("connected")
+			}
+			msg := err.Error()
+			t.Log(msg)
+			if !strings.Contains(msg, tc.want) || !strings.Contains(msg, strings.TrimPrefix(addr, "unix:")) || strings.Contains(msg, "\n") || strings.Contains(msg, "secret-pw") {
+				t.Errorf("error %q: want one line naming %s, saying %q, without the password", msg, addr, tc.want)
+			}
+			if d := time.Since(start); d > 3*testTimeout {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
+
+// FuzzHandshake feeds arbitrary bytes as pmcd's answers after a greeting
+// offering authentication (and TLS): an error or a connection, never a
+// panic or a hang.
+func FuzzHandshake(f *testing.F) {
+	f.Add(uint16(featAuth|featHighres), attrPDU([]byte("SCRAM-SHA-256")))
+	f.Add(uint16(featAuth|featHighres), append(attrPDU([]byte("LOGIN")), attrPDU([]byte("Username:"))...))
+	f.Add(uint16(featSecure|featSecureAck|featAuth), mkpdu(pduError, be(0)))
+	f.Add(uint16(featAuth|featCredsReqd), mkpdu(pduError, be(uint32(0xffffac93))))
+	f.Fuzz(func(t *testing.T, features uint16, answers []byte) {
+		client, server := net.Pipe()
+		defer client.Close()
+		go func() {
+			defer server.Close()
+			server.Write(greet(uint32(features)))
+			go io.Copy(io.Discard, server)
+			server.Write(answers)
+			time.Sleep(50 * time.Millisecond)
+		}()
+		c := &conn{c: client, r: bufio.NewReader(client), peer: "fuzz", unix: true, max: 1 << 20, writeErr: make(chan error, 1),
+			sec: &Security{TLS: &tls.Config{InsecureSkipVerify: true}, SASL: scramAuth("u", "p", "")}}
+		if features&featSecure == 0 {
+			c.sec.TLS = nil
+		}
+		if err := c.handshake(200 * time.Millisecond); err != nil && len(err.Error()) > 400 {
+			t.Fatalf("error of %d bytes: %.100s", len(err.Error()), err)
+		}
+	})
+}
+
+// TestTLSWithoutSecureAck: a pmcd offering TLS without SECURE_ACK (before
+// PCP 3.9.10) starts TLS right after CREDS, as libpcp expects (no ack is
+// waited for), and the handshake's requests follow inside TLS.
+func TestTLSWithoutSecureAck(t *testing.T) {
+	ca := e2e.NewCA(t, "noack")
+	now := time.Now()
+	files := ca.Issue(t, "server", []string{"127.0.0.1"}, now.Add(-time.Hour), now.Add(time.Hour), false)
+	pair, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []uint32, 1)
+	addr := serveHostile(t, "tcp", func(c net.Conn) {
+		c.Write(greet(featSecure | featHighres))
+		creds := readPDUFrom(c)
+		if creds == nil || binary.BigEndian.Uint32(creds[16:])&0xffff != featSecure {
+			got <- nil
+			return
+		}
+		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{pair}})
+		var types []uint32
+		for len(types) < 2 {
+			p := readPDUFrom(tc)
+			if p == nil {
+				break
+			}
+			types = append(types, binary.BigEndian.Uint32(p[4:]))
+		}
+		tc.Write(mkpdu(pduPMNSIDs, be(1, 1, 2<<22)))
+		got <- types
+		time.Sleep(time.Second)
+	})
+	ep, _ := ParseSpec(addr)
+	ep.sec = &Security{TLS: &tls.Config{RootCAs: pool(t, ca.File)}}
+	c, err := dial(ep, testTimeout, DefaultMaxPDU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.close()
+	if types := <-got; len(types) != 2 || types[0] != pduProfile || types[1] != pduPMNSNames {
+		t.Fatalf("requests after TLS: %x", types)
+	}
+}
