@@ -122,7 +122,7 @@ func w1Collector(tb testing.TB, ninst int) *Collector {
 	}
 	tb.Cleanup(func() { d.Close() })
 	naming := mapping.NamingDefault
-	m, _ := mapping.New(nil, mapping.Options{Naming: &naming})
+	m, _ := mapping.New(nil, mapping.Options{With: mapping.LeanNames(), Naming: &naming})
 	return New(m, nil, Source{Name: "w1", Src: d})
 }
 

@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 const corpus = "../testdata/pcp-corpus"
 
 func mapper(t testing.TB, naming mapping.Naming) *mapping.Mapper {
-	m, err := mapping.New(nil, mapping.Options{Naming: &naming})
+	m, err := mapping.New(nil, mapping.Options{With: mapping.LeanNames(), Naming: &naming})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +150,9 @@ func TestGoldenExposition(t *testing.T) {
 			name string
 			opts mapping.Options
 		}{
-			{"default", mapping.Options{}},
-			{"full", mapping.Options{FullLabels: &full}}, // the labels before lean labels
-			{"pmproxy", mapping.Options{Naming: &pmproxyNaming}},
+			{"default", mapping.Options{With: mapping.LeanNames()}},
+			{"full", mapping.Options{With: mapping.LeanNames(), FullLabels: &full}}, // the labels before lean labels
+			{"pmproxy", mapping.Options{With: mapping.LeanNames(), Naming: &pmproxyNaming}},
 		} {
 			t.Run(name+"/"+v.name, func(t *testing.T) {
 				m, err := mapping.New(nil, v.opts)

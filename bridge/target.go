@@ -9,26 +9,66 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 )
 
-// targets returns the distinct target labels of the sources (target_info's
-// series), in source order: none with full labels or the pmproxy naming,
-// or when sel does not select target_info.
+// targets returns target_info's series, in source order: one per target,
+// none with full labels or the pmproxy naming, or when sel does not select
+// target_info. Sources of one host (the same hostname: pmcd and the MMV
+// directory beside it, the archives of one host) are one target, whose
+// labels are theirs merged (the first source's value of a label wins), so
+// that a join on target_info finds one series per host.
 func (c *Collector) targets(sel *Selection) [][]mapping.LabelPair {
 	if !c.mapper.Lean() || !sel.Name(mapping.TargetInfoName) {
 		return nil
 	}
+	ts := make([][]mapping.LabelPair, len(c.sources))
+	for i, s := range c.sources {
+		ts[i] = s.target
+	}
+	return mergeTargets(ts)
+}
+
+// mergeTargets merges the target labels of sources of one host (see
+// targets) and drops repeated and empty ones.
+func mergeTargets(ts [][]mapping.LabelPair) [][]mapping.LabelPair {
 	var out [][]mapping.LabelPair
 next:
-	for _, s := range c.sources {
-		if len(s.target) == 0 {
+	for _, t := range ts {
+		if len(t) == 0 {
 			continue
 		}
-		for _, t := range out {
-			if slices.Equal(t, s.target) {
+		h, ok := hostname(t)
+		for i, o := range out {
+			if slices.Equal(o, t) {
+				continue next
+			}
+			if oh, ook := hostname(o); ok && ook && oh == h {
+				out[i] = mergeLabels(o, t)
 				continue next
 			}
 		}
-		out = append(out, s.target)
+		out = append(out, t)
 	}
+	return out
+}
+
+func hostname(t []mapping.LabelPair) (string, bool) {
+	for _, p := range t {
+		if p.Name == "hostname" {
+			return p.Value, true
+		}
+	}
+	return "", false
+}
+
+// mergeLabels returns the sorted union of two label sets, a's value
+// winning.
+func mergeLabels(a, b []mapping.LabelPair) []mapping.LabelPair {
+	out := append([]mapping.LabelPair(nil), a...)
+	for _, p := range b {
+		if !slices.ContainsFunc(a, func(q mapping.LabelPair) bool { return q.Name == p.Name }) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(x, y mapping.LabelPair) int { return strings.Compare(x.Name, y.Name) })
 	return out
 }
 

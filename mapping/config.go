@@ -27,6 +27,7 @@ import (
 //	keep_labels: []          # when set, only these labels are kept
 //	full_labels: false       # every PCP label on every series, no target_info
 //	series_labels: [device_type] # kept on every series with lean labels
+//	with: [mem.slabinfo]     # turn on what the lean default leaves out (LeanDefault)
 //
 // A pattern is a metric name, which selects the metric and its subtree as
 // pminfo does ("kernel.percpu" is kernel.percpu.cpu.user and the rest), a
@@ -49,6 +50,8 @@ type Config struct {
 	// SeriesLabels are PCP labels (sanitized names) that lean series keep
 	// although they are the same on every series of a family (device_type).
 	SeriesLabels []string `yaml:"series_labels"`
+	// With turns on LeanDefault entries (lean.go).
+	With []string `yaml:"with"`
 }
 
 // Rename gives the metrics matching Match the base name Name; with a regular
@@ -171,6 +174,11 @@ func ParseConfig(data []byte) (*Config, error) {
 			if SanitizeLabelName(l) != l {
 				return nil, fmt.Errorf("line %d: %s: %q is not a valid label name", keyLine(&doc, key), key, l)
 			}
+		}
+	}
+	for _, w := range c.With {
+		if !leanName(w) {
+			return nil, fmt.Errorf("line %d: %v", keyLine(&doc, "with"), &withError{w})
 		}
 	}
 	return &c, nil

@@ -20,6 +20,9 @@ type Description struct {
 	TargetInfo map[string]string   `json:"target_info,omitempty"`
 	Resource   map[string]string   `json:"resource"`
 	Metrics    []MetricDescription `json:"metrics"`
+	// DefaultOff is what the lean default and the secret rule leave out
+	// (every entry, with the count of the source's metrics it leaves out).
+	DefaultOff []DefaultOffDescription `json:"default_off"`
 }
 
 // MetricDescription is one PCP metric's Prometheus family and
@@ -109,6 +112,7 @@ func Describe(src source.Source, context []LabelPair, selected []source.Metric, 
 		}
 		doc.Metrics = append(doc.Metrics, mm)
 	}
+	doc.DefaultOff = describeDefaultOff(all, why)
 	return doc
 }
 
@@ -240,5 +244,8 @@ func (d *Description) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.PCP, prom, otel)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return d.writeDefaultOff(w)
 }

@@ -26,6 +26,11 @@
 // clashes deterministically (PCP name order: the first metric keeps the name,
 // the others are skipped and reported) and never fails.
 //
+// Two rules of Map decide what no output exports unless asked (lean.go):
+// secret metrics (a process's environment, command line, paths, memory
+// map) only when named whole, and the lean default's families (per process,
+// hardware-sized, non-DISCRETE strings) only when turned on or selected.
+//
 // Describe tells how a source's metrics map (family, type, unit, scale and
 // labels; instrument, kind, unit and attributes), for the mapping command's
 // JSON and table (Description.WriteTable).

@@ -142,6 +142,10 @@ type Mapper struct {
 	// extra labels merged below every metric's own (lowest precedence), e.g.
 	// the context labels pmcd would add.
 	extra []LabelPair
+	// the secret and lean-default rules (lean.go)
+	named     map[string]bool
+	with      map[string]bool
+	selection func(string) bool
 }
 
 // Options are the settings of a Mapper besides its configuration file.
@@ -154,6 +158,15 @@ type Options struct {
 	// FullLabels overrides the configuration's full_labels when set (the
 	// --mapping.full-labels flag).
 	FullLabels *bool
+	// Named are PCP names written out whole in a selection (--pmcd.metrics):
+	// the secret and lean-default rules do not leave them out (lean.go).
+	Named []string
+	// With are LeanDefault entries turned on (--mapping.with).
+	With []string
+	// Selected reports whether a selection's include pattern takes a PCP
+	// name (--pmcd.metrics); LeanDefault's subtrees do not leave out what
+	// it takes.
+	Selected func(name string) bool
 }
 
 // New returns a Mapper for a configuration (nil for the defaults).
@@ -190,6 +203,9 @@ func New(cfg *Config, opts Options) (*Mapper, error) {
 	m.series = map[string]bool{}
 	for _, l := range m.cfg.SeriesLabels {
 		m.series[l] = true
+	}
+	if err := m.setLean(opts); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -240,6 +256,9 @@ func (m *Mapper) baseName(pcp string) (string, bool) {
 func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 	if !m.Selected(md.Name) {
 		return Family{}, SkipExcluded
+	}
+	if why := m.leanRule(md); why != "" {
+		return Family{}, why
 	}
 	d := md.Desc
 	switch d.Type {

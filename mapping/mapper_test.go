@@ -106,7 +106,7 @@ func TestFamilyNames(t *testing.T) {
 	}
 	for _, c := range cases {
 		n := c.naming
-		m, err := New(nil, Options{Naming: &n})
+		m, err := New(nil, Options{Naming: &n, With: LeanNames()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,6 +41,7 @@ type backfillFlags struct {
 	interp     string
 	mapping    string
 	naming     string
+	lean       leanFlags
 	fullLabels bool
 	derived    *derivedFlags
 	quiet      bool
@@ -69,6 +70,7 @@ func backfillCommand() command {
 			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mapping)
 			cmd.Flag("naming", "Naming: default, pmproxy or node (as for serve).").EnumVar(&f.naming, "default", "pmproxy", "node")
 			fullLabelsFlag(cmd, &f.fullLabels)
+			withFlag(cmd, &f.lean)
 			cmd.Flag("quiet", "No progress display.").BoolVar(&f.quiet)
 			cmd.Flag("label", "A label added to every series, replacing a mapped one of the same name (NAME=VALUE, repeatable): job and instance join backfilled series with scraped ones.").PlaceHolder("NAME=VALUE").StringsVar(&f.labels)
 			cmd.Flag("fail-fast", "Stop at the first batch the destination rejects (by default it is counted, reported and the backfill goes on).").BoolVar(&f.failFast)
@@ -106,7 +108,7 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		debug.SetGCPercent(backfillGOGC)
 	}
 	logger := clipLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	mapper, err := newMapper(f.mapping, f.naming, f.fullLabels)
+	mapper, err := newMapper(f.mapping, f.naming, f.fullLabels, &f.lean)
 	if err != nil {
 		return err
 	}

@@ -76,13 +76,16 @@ func fetchCommand() command {
 			fullLabels := new(bool)
 			fullLabelsFlag(cmd, fullLabels)
 			created := cmd.Flag("openmetrics.created", "With --format openmetrics, a _created sample after each counter sample whose start is known: the MMV file's creation, pmcd's start, an archive's start or last <mark> (README: Counter starts). Off by default, as in promhttp: Prometheus 2.x (and 3.x unless its created-timestamp zero ingestion is on) stores each _created as a series of its own.").Bool()
+			lean := &leanFlags{}
+			withFlag(cmd, lean)
 			dflags := addDerivedFlags(cmd)
 			names := cmd.Arg("metric", "Metrics or subtrees to fetch (all when none is given). A PCP metric name right after a bare --pmcd is one of these (fetch --pmcd kernel.all.load reads the local pmcd): write a pmcd host there as --pmcd=HOST or HOST:PORT.").Strings()
 			return func() error {
 				var mapper *mapping.Mapper
 				if *format == "openmetrics" {
 					var err error
-					if mapper, err = newMapper(*mappingFile, *naming, *fullLabels); err != nil {
+					lean.metrics = append(append([]string(nil), pf.metrics...), *names...)
+					if mapper, err = newMapper(*mappingFile, *naming, *fullLabels, lean); err != nil {
 						return err
 					}
 				}

@@ -157,7 +157,7 @@ func TestFetchOpenMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer src.Close()
-			mapper, err := newMapper("", tc.naming, false)
+			mapper, err := newMapper("", tc.naming, false, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

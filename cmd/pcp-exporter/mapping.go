@@ -25,6 +25,7 @@ type mappingFlags struct {
 	mappingFile string
 	naming      string
 	fullLabels  bool
+	lean        leanFlags
 	format      string
 	derived     *derivedFlags
 	metrics     []string
@@ -40,6 +41,7 @@ func mappingCommand() command {
 			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mappingFile)
 			cmd.Flag("naming", "Naming: default, pmproxy or node (as for serve).").EnumVar(&f.naming, "default", "pmproxy", "node")
 			fullLabelsFlag(cmd, &f.fullLabels)
+			withFlag(cmd, &f.lean)
 			cmd.Flag("format", "Output format: table or json.").Default("table").EnumVar(&f.format, "table", "json")
 			f.derived = addDerivedFlags(cmd)
 			cmd.Arg("metric", "Metrics or subtrees (all when none is given).").StringsVar(&f.metrics)
@@ -52,7 +54,7 @@ func runMapping(w io.Writer, f *mappingFlags) error {
 	if (f.mmv.path == "") == (len(f.archives) == 0) {
 		return usagef("give either --mmv or --archive")
 	}
-	mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels)
+	mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels, &f.lean)
 	if err != nil {
 		return err
 	}

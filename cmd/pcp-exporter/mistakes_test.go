@@ -99,7 +99,7 @@ func TestVmstatNoNameClash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	mapper, err := newMapper("", "default", false)
+	mapper, err := newMapper("", "default", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

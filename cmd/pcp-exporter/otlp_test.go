@@ -191,7 +191,7 @@ func readOTLPFile(t *testing.T, path string) []otlpPoint {
 func TestOTLPPlaintextReceiverWarnsAtOnce(t *testing.T) {
 	grpcAddr, httpAddr, _ := otelcol(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "")
-	mapper, err := newMapper("", "default", false)
+	mapper, err := newMapper("", "default", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestOTLPPushToCollector(t *testing.T) {
 	}
 	defer rp.Close()
 	at := rp.Start().Add(20 * time.Second)
-	mapper, err := newMapper("", "default", false)
+	mapper, err := newMapper("", "default", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +418,7 @@ func TestOTLPPushAndBackfillAgree(t *testing.T) {
 	}
 	defer rp.Close()
 	at := rp.Start().Add(90 * time.Second)
-	mapper, err := newMapper("", "default", false)
+	mapper, err := newMapper("", "default", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,11 +81,12 @@ var metricAfterPMCD string
 var pcpName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*$`)
 
 // options builds the source options; excludeMMV drops pmcd's mmv subtree
-// (the MMV directory is exported directly).
-func (f *pmcdFlags) options(logger *slog.Logger, excludeMMV bool) (pmcd.Options, error) {
-	pats := f.metrics
+// (the MMV directory is exported directly), excludes are more "-subtree"
+// patterns.
+func (f *pmcdFlags) options(logger *slog.Logger, excludeMMV bool, excludes ...string) (pmcd.Options, error) {
+	pats := append(append([]string(nil), f.metrics...), excludes...)
 	if excludeMMV {
-		pats = append(append([]string(nil), pats...), "-mmv")
+		pats = append(pats, "-mmv")
 	}
 	sel, err := pmcd.ParseSelection(pats)
 	if err != nil {
@@ -135,7 +136,8 @@ func openPMCDSources(f *serveFlags, logger *slog.Logger) (srcs []bridge.Source, 
 			logger.Info("no source flag and the local pmcd answers: serving pmcd and the MMV directory", "mmv.dir", f.mmvDir)
 		}
 	}
-	opts, err := pf.options(logger, auto || f.mmvDirSet)
+	f.lean.metrics = pf.metrics
+	opts, err := pf.options(logger, auto || f.mmvDirSet, f.lean.pmcdExcludes(f.groups != nil && (f.groups.on || f.groups.match != ""))...)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -164,6 +166,10 @@ func openPMCDSources(f *serveFlags, logger *slog.Logger) (srcs []bridge.Source, 
 			logger.Warn("pmcd does not answer yet; its source is down until it does", "pmcd", specs[i], "err", err)
 		}
 		var src source.Source = p
+		if src, err = f.groups.wrap(src); err != nil {
+			closeAll()
+			return nil, nil, false, err
+		}
 		if src, err = f.derived.wrap(src, logger); err != nil {
 			closeAll()
 			return nil, nil, false, err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/pmcd"
@@ -398,7 +399,13 @@ func TestServePMCDMatchesPmproxy(t *testing.T) {
 		return scrapeSeries(t, resp.Body)
 	}
 	addr := e2e.FreeAddr(t)
-	startExporter(t, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--pmcd=127.0.0.1", "--naming=pmproxy")
+	// pmproxy serves every metric: so does serve with everything the lean
+	// default leaves out turned on (pmproxy leaves strings out, secrets too)
+	args := []string{"serve", "--web.listen-address=" + addr, "--pmcd=127.0.0.1", "--naming=pmproxy"}
+	for _, w := range mapping.LeanNames() {
+		args = append(args, "--mapping.with="+w)
+	}
+	startExporter(t, client, "http://"+addr, args...)
 	var theirs, ours map[string]bool
 	// a series can come or go between the two scrapes (a new network
 	// interface, a process): compare again, up to three times
@@ -609,7 +616,7 @@ func TestOTLPPushFromPMCD(t *testing.T) {
 		t.Skipf("no local pmcd: %v", err)
 	}
 	defer s.Close()
-	mapper, err := newMapper("", "default", false)
+	mapper, err := newMapper("", "default", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // the one in use.
 func newReloader(f *serveFlags, targets []bridge.Reconfigurable, logger *slog.Logger, reg prometheus.Registerer) *httpd.Reloader {
 	load := func() error {
-		mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels)
+		mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels, &f.lean)
 		if err != nil {
 			return err
 		}

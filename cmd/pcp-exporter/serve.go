@@ -64,11 +64,13 @@ type serveFlags struct {
 	mappingFile    string
 	naming         string
 	fullLabels     bool
+	lean           leanFlags
 	maxRequests    int
 	http           *httpd.Config
 	omCreated      bool
 	derived        *derivedFlags
 	pmcd           *pmcdFlags
+	groups         *groupFlags
 	// otlp is the push next to /metrics (when an endpoint is set).
 	otlp *bridge.OTLPConfig
 }
@@ -101,17 +103,19 @@ func serveCommand() command {
 			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels; a pattern is a name with its subtree, as pminfo, a glob, or a /regexp/).").PlaceHolder("FILE").StringVar(&f.mappingFile)
 			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units), pmproxy (as pmproxy's /metrics) or node (default, with the linux agent's host metrics under node_exporter's names); default: the mapping file's naming, else default.").EnumVar(&f.naming, "default", "pmproxy", "node")
 			fullLabelsFlag(cmd, &f.fullLabels)
+			withFlag(cmd, &f.lean)
 			f.derived = addDerivedFlags(cmd)
 			f.pmcd = addPMCDFlags(cmd, true)
+			f.groups = addGroupFlags(cmd)
 			f.otlp = addOTLPFlags(cmd)
 			return func() error { return runServe(f) }
 		},
 	}
 }
 
-// newMapper builds the mapper of --mapping.config, --naming and (when
-// set) --mapping.full-labels.
-func newMapper(file, naming string, fullLabels bool) (*mapping.Mapper, error) {
+// newMapper builds the mapper of --mapping.config, --naming, (when
+// set) --mapping.full-labels, and the lean rules' flags (nil: none).
+func newMapper(file, naming string, fullLabels bool, lean *leanFlags) (*mapping.Mapper, error) {
 	var cfg *mapping.Config
 	if file != "" {
 		c, err := mapping.LoadConfig(file)
@@ -120,7 +124,7 @@ func newMapper(file, naming string, fullLabels bool) (*mapping.Mapper, error) {
 		}
 		cfg = c
 	}
-	var opts mapping.Options
+	opts := lean.options()
 	if naming != "" { // the flag, else the mapping file's naming
 		n, err := mapping.ParseNaming(naming)
 		if err != nil {
@@ -354,7 +358,8 @@ func runServe(f *serveFlags) error {
 		return err
 	}
 	logger := clipLogger(promslog.New(&f.log))
-	mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels)
+	f.lean.metrics = f.pmcd.metrics
+	mapper, err := newMapper(f.mappingFile, f.naming, f.fullLabels, &f.lean)
 	if err != nil {
 		return err
 	}

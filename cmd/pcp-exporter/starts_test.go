@@ -47,7 +47,7 @@ func TestOTLPCounterStartsAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mapper, err := newMapper("", "default", false)
+			mapper, err := newMapper("", "default", false, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
