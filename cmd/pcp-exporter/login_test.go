@@ -130,7 +130,9 @@ func TestFailedLoginFlood(t *testing.T) {
 	if perSec := float64(codes[http.StatusUnauthorized]) / flood.Seconds(); perSec > 3 {
 		t.Errorf("%.1f random passwords checked per second, want at most 3", perSec)
 	}
-	if cpu > 0.20 {
+	// the race detector makes bcrypt and the demo's replay several times
+	// dearer: the CPU figure means nothing there (the rate above still holds)
+	if cpu > 0.20 && !raceEnabled {
 		t.Errorf("exporter CPU %.1f%% of a core during the flood, want < 20%%", 100*cpu)
 	}
 	if md > 2*mb+50*time.Millisecond {
