@@ -31,6 +31,10 @@ BUILDUSER ?= $(shell id -un 2>/dev/null || echo unknown)@$(shell hostname 2>/dev
 BUILDDATE ?= $(shell date -u +%Y%m%d-%H:%M:%S)
 FUZZTIME  ?= 5s
 GOTESTFLAGS ?=
+# go test's per-package deadline: cmd/pcp-exporter's end-to-end tests run one
+# after another for more than 10 minutes with PCPX_LONG_TESTS=1 (go test's
+# default is 10 minutes)
+TESTTIMEOUT ?= 45m
 VPKG      := github.com/prometheus/common/version
 LDFLAGS   := -s -w \
 	-X $(VPKG).Version=$(VERSION) \
@@ -44,13 +48,13 @@ LDFLAGS   := -s -w \
 all: lint build test
 
 test:
-	$(GO) test $(GOTESTFLAGS) ./...
+	$(GO) test -timeout $(TESTTIMEOUT) $(GOTESTFLAGS) ./...
 
 test-long:
-	PCPX_LONG_TESTS=1 $(GO) test $(GOTESTFLAGS) ./...
+	PCPX_LONG_TESTS=1 $(GO) test -timeout $(TESTTIMEOUT) $(GOTESTFLAGS) ./...
 
 race:
-	$(GO) test -race $(GOTESTFLAGS) ./...
+	$(GO) test -race -timeout $(TESTTIMEOUT) $(GOTESTFLAGS) ./...
 
 build:
 	CGO_ENABLED=0 $(GO) build ./...
