@@ -143,7 +143,10 @@ func TestFetchFaults(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t)
-			s, err := New(f.addr(), Options{Timeout: testTimeout, MaxPDU: 16 << 20, Backoff: []time.Duration{time.Millisecond}})
+			// a reconnection made while the fault lasts reads the metadata
+			// with a fetch (profile.go) that the fault stalls: a short
+			// MetadataTimeout lets the next attempt find pmcd behaving again
+			s, err := New(f.addr(), Options{Timeout: testTimeout, MetadataTimeout: 5 * time.Second, MaxPDU: 16 << 20, Backoff: []time.Duration{time.Millisecond}})
 			if err != nil {
 				t.Fatal(err)
 			}
