@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"errors"
 	"strconv"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
@@ -35,6 +36,52 @@ func (encodingError) Error() string {
 }
 
 func (encodingError) Is(target error) bool { return target == semantics.PMError(pmErrConv) }
+
+// ErrValueBlock is the error of a value set read as is (not interpolated)
+// holding a value block whose own type byte is neither its metric's type
+// nor 0, or whose length is not its type's (8 bytes for a 64-bit integer
+// or a double, 4 for a float). libpcp's pmExtractValue refuses that value
+// (PM_ERR_CONV) and reads the others of the set; the set is refused here.
+// libpcp's interpolation reads such a block by the metric's type, as a
+// Replay does. It is semantics.PMError(PM_ERR_CONV) to errors.Is.
+var ErrValueBlock error = valueBlockError{}
+
+type valueBlockError struct{}
+
+func (valueBlockError) Error() string {
+	return semantics.PMError(pmErrConv).Error() + " (a value block's type or length contradicts the metric's type)"
+}
+
+func (valueBlockError) Is(target error) bool { return target == semantics.PMError(pmErrConv) }
+
+// errRefused is decodeBlocks' answer for a value block read as is that
+// pmExtractValue refuses: the set is ErrValueBlock.
+var errRefused = errors.New("value block refused")
+
+// blockFits reports whether a value block of header hdr (type byte, then
+// length) is one pmExtractValue accepts for a metric of type typ: its own
+// type typ or 0, and for a number its type's length.
+func blockFits(hdr uint32, typ semantics.Type) bool {
+	if vt := semantics.Type(hdr >> 24); vt != 0 && vt != typ {
+		return false
+	}
+	if n := numberSize(typ); n > 0 {
+		return int(hdr&0xffffff) == 4+n
+	}
+	return true
+}
+
+// numberSize is the length in bytes of a value block's datum for the
+// types libpcp reads from a block of a fixed length, 0 for the others.
+func numberSize(t semantics.Type) int {
+	switch t {
+	case semantics.Type64, semantics.TypeU64, semantics.TypeDouble:
+		return 8
+	case semantics.TypeFloat:
+		return 4
+	}
+	return 0
+}
 
 // pmErrConv and pmErrLogRec are PCP's PM_ERR_CONV and PM_ERR_LOGREC.
 const (

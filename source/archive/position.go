@@ -163,6 +163,7 @@ func (r *Replay) scanStretch(ai int, ents []IndexEntry, lo, hi int, tReq float64
 	a := r.archives[ai]
 	st := a.state()
 	rd := a.Records()
+	rd.interp = true
 	defer rd.Close()
 	if lo >= 0 {
 		a.seek(rd, st, ents[lo])
@@ -234,6 +235,10 @@ func (r *Replay) applyPrior(rec *Record, tThis float64, missing []*icp) {
 			if pm != nil && set.Err == ErrEncoding {
 				r.corrupt = true // libpcp's update_bounds: PM_ERR_LOGREC
 			}
+			continue
+		}
+		if pm.encodingChanged(set) {
+			r.corrupt = true // update_bounds: "valfmt changed"
 			continue
 		}
 		for j := range set.Values {

@@ -218,6 +218,10 @@ type Reader struct {
 	noSkipEnd int64
 	hbuf      []byte // skipRun's heads
 	tails     *tails // reading the runs' ends ahead (nil: none)
+	// interp: value blocks are read as libpcp's interpolation reads them
+	// (a replay's readers), their own type byte and length unchecked;
+	// otherwise as pmExtractValue reads them (see ErrValueBlock)
+	interp bool
 }
 
 type typeCache struct {
@@ -688,6 +692,7 @@ func (r *Reader) decode(rec []byte, off int64) error {
 			return r.ferr(off+int64(p)-4, "numval %d of %s does not fit in the record", numval, pmid)
 		}
 		valfmt := be32(rec[p:])
+		vs.ValFmt = uint8(valfmt) // checked below
 		p += 4
 		tc := &r.types[i]
 		typ := tc.typ
@@ -722,7 +727,12 @@ func (r *Reader) decode(rec []byte, off int64) error {
 			decodeInsitu(dst, vl, typ)
 		case semantics.ValDptr, semantics.ValSptr:
 			r.setBytes = false
-			if err := r.decodeBlocks(dst, vl, typ, rec[:end], off, p-8*nv, pmid); err != nil {
+			if err := r.decodeBlocks(dst, vl, typ, rec[:end], off, p-8*nv, pmid); err == errRefused {
+				vals = vals[:base]
+				vs.Err = ErrValueBlock
+				out.Sets = append(out.Sets, vs)
+				continue
+			} else if err != nil {
 				return err
 			}
 			if r.setBytes {
@@ -824,6 +834,15 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.T
 		t := typ
 		if t == -2 {
 			t = semantics.Type(hdr >> 24)
+		} else if !blockFits(hdr, t) {
+			if !r.interp {
+				return errRefused // libpcp's pmExtractValue: PM_ERR_CONV
+			}
+			// libpcp's interpolation reads a number's bytes whatever
+			// the block says of its type and length
+			if n := numberSize(t); n > 0 && 4+n <= len(b) {
+				payload = b[4 : 4+n]
+			}
 		}
 		d := &dst[j]
 		d.Inst = int32(be32(w))

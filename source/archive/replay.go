@@ -296,8 +296,12 @@ func (r *Replay) reset() {
 	r.spare = append(r.spare, r.win...)
 	r.win = r.win[:0]
 	r.winValues = 0
-	for p := range r.pms {
-		r.pms[p] = r.newPM(p)
+	for p, old := range r.pms {
+		pm := r.newPM(p)
+		if pm != nil && old != nil {
+			pm.valfmt = old.valfmt
+		}
+		r.pms[p] = pm
 	}
 	r.pmsChanged()
 	r.lastPMIDs = r.lastPMIDs[:0] // their states are new
@@ -311,7 +315,7 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 	if !ok {
 		return nil
 	}
-	pm := &pmState{desc: d, lastNumval: -1}
+	pm := &pmState{desc: d, lastNumval: -1, valfmt: -1}
 	insts := []int32{semantics.InNull}
 	var cal map[int32][2]float64 // birth, death (seconds from start)
 	if d.InDom != semantics.InDomNull {

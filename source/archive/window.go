@@ -21,6 +21,25 @@ type pmState struct {
 	lastNumval int
 	numval     int
 	typeErr    bool
+	// valfmt is the encoding of the first values of the metric a record
+	// read showed (-1: none yet); libpcp's update_bounds refuses a record
+	// whose values of the metric come in another one (PM_ERR_LOGREC). It
+	// outlives a reset, as libpcp's pmidcntl_t outlives pmSetMode.
+	valfmt int8
+}
+
+// encodingChanged reports whether set, a set of values of pm's metric read
+// from a record, holds them in another encoding than the metric's first
+// values did (and remembers the encoding of the first).
+func (pm *pmState) encodingChanged(set *source.ValueSet) bool {
+	if len(set.Values) == 0 {
+		return false
+	}
+	if pm.valfmt < 0 {
+		pm.valfmt = int8(set.ValFmt)
+		return false
+	}
+	return pm.valfmt != int8(set.ValFmt)
 }
 
 // setHint caches the metric at one value set position of the last record:
@@ -359,6 +378,10 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 			}
 			continue
 		}
+		if pm.encodingChanged(set) {
+			r.corrupt = true // update_bounds: "valfmt changed"
+			continue
+		}
 		if i < len(next) && next[i].PMID == set.PMID && next[i].Err == nil && sameInstances(next[i].Values, set.Values) {
 			if r.test != nil {
 				r.test.superseded++
@@ -481,6 +504,6 @@ func (r *Replay) fillWin(w *winRec, rec *Record, ai int) {
 			}
 		}
 		vi += len(s.Values)
-		w.sets = append(w.sets, source.ValueSet{PMID: s.PMID, Err: s.Err, Values: vals})
+		w.sets = append(w.sets, source.ValueSet{PMID: s.PMID, ValFmt: s.ValFmt, Err: s.Err, Values: vals})
 	}
 }
