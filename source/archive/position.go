@@ -7,6 +7,14 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
 
+// positioning is the state of the first fetch's positioning (see
+// position): rolling tracks the earliest record time it applies in rollMin
+// while trackMin is set.
+type positioning struct {
+	trackMin bool
+	rollMin  float64
+}
+
 // position is the first fetch's positioning at tReq: libpcp's
 // __pmLogSetTime (the temporal index) and the backward search of
 // __pmLogFetchInterp, which finds for each wanted instance the latest

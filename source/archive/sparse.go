@@ -6,6 +6,25 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
 
+// pacing is the state of sparse reading (see pace): the records this
+// fetch moved the position over (passed over included), the fetches since
+// the positioning, the records passed over and the runs refused (and their
+// counts as of the previous fetch), the fetches sparse reading waits for
+// after refused runs.
+type pacing struct {
+	moved                       int
+	fetches                     int
+	passed, refused             int
+	passedBefore, refusedBefore int
+	backoff, sparseWait         int
+	gen                         uint32 // supplies' mark
+	// the last record applied at the position (its time, a mark), and
+	// whether it held every instance in the result (see lastSupplied)
+	lastPos     float64
+	lastPosMark bool
+	wouldPass   bool
+}
+
 // pace chooses the reading for this fetch from the previous one (the first
 // fetch's positioning tells nothing of the pace): sparse when it moved the
 // position over sparseRun records or more and the last of them held every

@@ -42,6 +42,42 @@ func (pm *pmState) encodingChanged(set *source.ValueSet) bool {
 	return pm.valfmt != int8(set.ValFmt)
 }
 
+// bounds is the state of the bounds search (libpcp's pmidcntl_t and
+// instcntl_t of a context): each metric asked so far, its instances and
+// their bounds.
+type bounds struct {
+	// corrupt: a record read for this fetch holds a value set of a metric
+	// asked whose encoding contradicts its type (ErrEncoding) or its
+	// earlier values' encoding
+	corrupt bool
+
+	pms map[semantics.PMID]*pmState
+	// caliper's answers since the last reset, per instance domain
+	calipers map[semantics.InDom]map[int32][2]float64
+	// hashWalkOrder's answers since the last reset, per instance domain
+	orders map[semantics.InDom][]int32
+	want   []*icp
+	ending []*icp // searchForward's scratch
+	// the metrics of the last Fetch and their states (see pmsOf)
+	lastPMIDs []semantics.PMID
+	lastPMs   []*pmState
+	pmList    []*pmState // the states of pms that are not nil
+}
+
+// window is the records read ahead of the position, and where each
+// metric was in the last records seen.
+type window struct {
+	setHint []setHint // the metric at each set position of the last record
+	// the same for the records supplies and fillWin see (the reader's,
+	// before the window leaves out the metrics not followed)
+	supHint, winHint []setHint
+	view             winRec    // the reader's current record, seen in place
+	win              []*winRec // records read ahead of the position, oldest first
+	// values held in win
+	winValues int
+	spare     []*winRec
+}
+
 // setHint caches the metric at one value set position of the last record:
 // its PMID and state (nil when not replayed); ok once filled.
 type setHint struct {
