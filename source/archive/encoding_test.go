@@ -14,6 +14,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Value sets whose encoding contradicts their metric's descriptor (issue
@@ -64,7 +65,7 @@ func TestEncodingRefusedRaw(t *testing.T) {
 					if s.Err == nil {
 						continue
 					}
-					if !errors.Is(s.Err, semantics.PMError(pmErrConv)) {
+					if !errors.Is(s.Err, semantics.PMError(pcplog.PMErrConv)) {
 						continue // an error code pmlogger logged
 					}
 					if s.Err != ErrEncoding && s.Err != ErrValueBlock || len(s.Values) > 0 {
@@ -156,7 +157,7 @@ func TestEncodingRefusedInterpolating(t *testing.T) {
 			var res source.Result
 			err := rp.Fetch(start.Add(time.Duration(i)*c.step), []semantics.PMID{p}, &res)
 			if err != nil {
-				if !errors.Is(err, semantics.PMError(pmErrLogRec)) || !strings.Contains(err.Error(), c.archive) {
+				if !errors.Is(err, semantics.PMError(pcplog.PMErrLogRec)) || !strings.Contains(err.Error(), c.archive) {
 					t.Errorf("%s %s: fetch %d: %v, want Corrupted record naming the archive", c.archive, c.metric, i, err)
 				}
 				got = append(got, "corrupt")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // runsRefused counts the runs skipRun found and did not pass over (tests).
@@ -280,7 +281,7 @@ func (r *Reader) open(vf volumeFile) error {
 	if err != nil {
 		return err
 	}
-	lsz := labelSize(r.version)
+	lsz := pcplog.LabelSize(r.version)
 	// the label alone first: a reader that only checks it (Open) or
 	// seeks near the end (End) reads no more
 	v := &volReader{s: s, num: vf.num, buf: make([]byte, lsz), exact: r.sparse && s.plain}
@@ -291,7 +292,7 @@ func (r *Reader) open(vf volumeFile) error {
 		}
 		return &FormatError{File: vf.path, Off: int64(v.w - v.r), Msg: "truncated label"}
 	}
-	l, err := parseLabel(vf.path, v.buf[v.r:v.w])
+	l, err := pcplog.ParseLabel(vf.path, v.buf[v.r:v.w])
 	if err != nil {
 		return err
 	}
@@ -333,7 +334,7 @@ func (r *Reader) read() (bool, error) {
 		r.noteZeros()
 		return false, nil
 	}
-	if n < r.hdrSize+4 || n > maxRecordSize-1 {
+	if n < r.hdrSize+4 || n > pcplog.MaxRecordSize-1 {
 		return false, &FormatError{File: v.s.path, Off: v.off, Msg: fmt.Sprintf("record length %d out of range", n)}
 	}
 	if !v.fill(n) {
@@ -441,14 +442,14 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 		}
 		l, np := int(e.len), int(e.np)
 		nextLen = l
-		if l < hl+4 || l > maxRecordSize-1 || np <= 0 || np > (l-hl-4)/8 {
+		if l < hl+4 || l > pcplog.MaxRecordSize-1 || np <= 0 || np > (l-hl-4)/8 {
 			break // a mark, or what the decoding reports
 		}
 		var t float64
 		if r.version == 3 {
-			t = secs(timeV3(e.tb[:]))
+			t = secs(pcplog.TimeV3(e.tb[:]))
 		} else {
-			t = secs(timeV2(e.tb[:]))
+			t = secs(pcplog.TimeV2(e.tb[:]))
 		}
 		if t > tReq || t < last {
 			break
@@ -474,7 +475,7 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 		return 0, 0, runNone, nil
 	}
 	j := pos - int64(jLen)
-	if nextLen < hl+4 || nextLen > maxRecordSize-1 {
+	if nextLen < hl+4 || nextLen > pcplog.MaxRecordSize-1 {
 		nextLen = 0
 	}
 	// j and the record after it (the next one read) in one read, unless
@@ -569,7 +570,7 @@ func (h *heads) at(off int64) recHead {
 	e := recHead{len: int32(be32(h.b[4:])), np: int32(be32(h.b[hl:]))}
 	copy(e.tb[:], h.b[8:hl])
 	l := int(e.len)
-	if l < hl+4 || l > maxRecordSize-1 {
+	if l < hl+4 || l > pcplog.MaxRecordSize-1 {
 		return e
 	}
 	k, _ := h.f.ReadAt(h.b, off+int64(l)-4)
@@ -600,10 +601,10 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	out.Off = off
 	var p int
 	if r.version == 3 {
-		out.Time = timeV3(rec[4:])
+		out.Time = pcplog.TimeV3(rec[4:])
 		p = 16
 	} else {
-		out.Time = timeV2(rec[4:])
+		out.Time = pcplog.TimeV2(rec[4:])
 		p = 12
 	}
 	end := n - 4

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // ReplayOptions configures a Replay.
@@ -468,7 +469,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		// as libpcp: the fetch fails, and the next one starts afresh
 		r.corrupt = false
 		r.reset()
-		return fmt.Errorf("%s: a record read for %s holds a value encoded against its metric's type: %w", r.archives[0].Path(), t.UTC().Format(time.RFC3339Nano), semantics.PMError(pmErrLogRec))
+		return fmt.Errorf("%s: a record read for %s holds a value encoded against its metric's type: %w", r.archives[0].Path(), t.UTC().Format(time.RFC3339Nano), semantics.PMError(pcplog.PMErrLogRec))
 	}
 	if !r.feed.sparse && r.moved >= sparseRun {
 		r.wouldPass = r.lastSupplied()
