@@ -456,8 +456,8 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 			}
 		}
 	}
-	if r.fetched {
-		r.pace()
+	if r.fetched && r.pacing.pace(r.feed) {
+		r.switched()
 	}
 	if err := r.lowerBounds(tReq, &seenMark); err != nil {
 		return r.failed(err)
