@@ -58,6 +58,7 @@ func TestNodeProfileAgainstNodeExporter(t *testing.T) {
 	if raceEnabled {
 		t.Skip("a multi-minute end-to-end test: not under the race detector")
 	}
+	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	bins := e2e.Require(t, "prometheus", "prometheus-node-exporter", "promtool")
 	e2e.LockPMCD(t, false) // serve reads the system pmcd
 	dir := t.TempDir()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -488,9 +489,7 @@ func TestServeDefaultPMCDAndMMV(t *testing.T) {
 // comes back by itself (one log line per change: TestScrapeWithHungPMCD). It restarts a shared daemon, so
 // it runs only in CI or with PCPX_LONG_TESTS set, as root.
 func TestServePMCDRestart(t *testing.T) {
-	if os.Getenv("PCPX_LONG_TESTS") == "" && os.Getenv("CI") != "true" {
-		t.Skip("restarts the system pmcd: set PCPX_LONG_TESTS=1 (CI does)")
-	}
+	longtest.Skip(t, "restarts the system pmcd")
 	e2e.LockPMCD(t, true) // no other package's test uses pmcd meanwhile
 	localPMCD(t, "local:")
 	if os.Geteuid() != 0 {
@@ -570,8 +569,7 @@ func TestPMCDArgs(t *testing.T) {
 // pminfo -f lists) instead of taking it for a host to look up; a host
 // name in its place is refused with the form that names a host.
 func TestFetchBarePMCDMetric(t *testing.T) {
-	e2e.Require(t, "pminfo")
-	e2e.LockPMCD(t, false)
+	e2e.RequirePMCD(t)
 	// --pmcd.metrics: only that metric's metadata is read (all of pmcd's
 	// takes a minute on a loaded machine)
 	code, out := runMain(t, nil, "fetch", "--pmcd", "kernel.all.load", "--pmcd.metrics=kernel.all.load")
