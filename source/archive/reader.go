@@ -716,7 +716,7 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		dst := vals[base:]
 		vl := rec[p : p+8*nv]
 		p += 8 * nv
-		if typ != -2 && !encodingFits(valfmt, typ) {
+		if typ != -2 && !pcplog.EncodingFits(valfmt, typ) {
 			// libpcp refuses the values (see ErrEncoding)
 			vals = vals[:base]
 			vs.Err = ErrEncoding
@@ -835,13 +835,13 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.T
 		t := typ
 		if t == -2 {
 			t = semantics.Type(hdr >> 24)
-		} else if !blockFits(hdr, t) {
+		} else if !pcplog.BlockFits(hdr, t) {
 			if !r.interp {
 				return errRefused // libpcp's pmExtractValue: PM_ERR_CONV
 			}
 			// libpcp's interpolation reads a number's bytes whatever
 			// the block says of its type and length
-			if n := numberSize(t); n > 0 && 4+n <= len(b) {
+			if n := pcplog.NumberSize(t); n > 0 && 4+n <= len(b) {
 				payload = b[4 : 4+n]
 			}
 		}
