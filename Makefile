@@ -10,6 +10,7 @@
 #   make build       every package and the static binary ./pcp-exporter
 #                    (CGO_ENABLED=0, version stamped)
 #   make lint        go vet + gofmt -l (fails on any unformatted file) + shellcheck
+#                    + no conflict markers
 #   make fuzz        every Fuzz target for FUZZTIME (default 5s) each
 #   make bench       every side-by-side comparison with the PCP peers + Go benchmarks -> docs/performance.md
 #   make bench-compare BASE=REV  the user workloads by REV's build and this tree's,
@@ -46,7 +47,7 @@ LDFLAGS   := -s -w \
 	-X $(VPKG).BuildUser=$(BUILDUSER) \
 	-X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all test test-long race build binary generate lint vet fmt shellcheck fuzz bench bench-compare bench-go bench-peers soak helm image package mixin clean
+.PHONY: all test test-long race build binary generate lint vet fmt shellcheck conflicts fuzz bench bench-compare bench-go bench-peers soak helm image package mixin clean
 
 all: lint build test
 
@@ -80,7 +81,11 @@ fmt:
 shellcheck:
 	shellcheck .ci/run scripts/*.sh examples/*/*.sh packaging/scripts/*.sh
 
-lint: vet fmt shellcheck
+# a merge's conflict markers left in any tracked file
+conflicts:
+	@if git grep -nE '^(<<<<<<<|>>>>>>>)( |$$)'; then echo "conflict markers left by a merge"; exit 1; fi
+
+lint: vet fmt shellcheck conflicts
 
 # Each fuzz target runs alone (go test -fuzz accepts one target per package run).
 fuzz:
