@@ -5,8 +5,10 @@
 #   make test-long   the test suite with every long sweep (PCPX_LONG_TESTS=1)
 #   make race        the test suite with the race detector
 #                    (GOTESTFLAGS adds go test flags to these three, e.g. -count=1;
-#                    TESTPARALLEL: parallel tests per package, 4 by default since
-#                    the end-to-end runs wait on their peers, not on the CPU)
+#                    TESTPARALLEL: parallel tests per package and TESTP: packages
+#                    at once, 4 each by default (go test's default is the number of
+#                    CPUs) since the end-to-end runs wait on their peers, not on
+#                    the CPU)
 #   make build       every package and the static binary ./pcp-exporter
 #                    (CGO_ENABLED=0, version stamped)
 #   make lint        go vet + gofmt -l (fails on any unformatted file) + shellcheck
@@ -39,6 +41,7 @@ GOTESTFLAGS ?=
 # default is 10 minutes)
 TESTTIMEOUT ?= 45m
 TESTPARALLEL ?= 4
+TESTP ?= 4
 VPKG      := github.com/prometheus/common/version
 LDFLAGS   := -s -w \
 	-X $(VPKG).Version=$(VERSION) \
@@ -52,13 +55,13 @@ LDFLAGS   := -s -w \
 all: lint build test
 
 test:
-	$(GO) test -timeout $(TESTTIMEOUT) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
+	$(GO) test -timeout $(TESTTIMEOUT) -p $(TESTP) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
 
 test-long:
-	PCPX_LONG_TESTS=1 $(GO) test -timeout $(TESTTIMEOUT) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
+	PCPX_LONG_TESTS=1 $(GO) test -timeout $(TESTTIMEOUT) -p $(TESTP) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
 
 race:
-	$(GO) test -race -timeout $(TESTTIMEOUT) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
+	$(GO) test -race -timeout $(TESTTIMEOUT) -p $(TESTP) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
 
 build:
 	CGO_ENABLED=0 $(GO) build ./...
