@@ -7,7 +7,8 @@
 #                    (GOTESTFLAGS adds go test flags to these three, e.g. -count=1)
 #   make build       every package and the static binary ./pcp-exporter
 #                    (CGO_ENABLED=0, version stamped)
-#   make lint        go vet + gofmt -l (fails on any unformatted file) + shellcheck
+#   make lint        go vet + gofmt -l (fails on any unformatted file) + staticcheck
+#                    (the Go tool in go.mod) + shellcheck
 #   make fuzz        every Fuzz target for FUZZTIME (default 5s) each
 #   make bench       every side-by-side comparison with the PCP peers + Go benchmarks -> docs/performance.md
 #   make bench-compare BASE=REV  the user workloads by REV's build and this tree's,
@@ -43,7 +44,7 @@ LDFLAGS   := -s -w \
 	-X $(VPKG).BuildUser=$(BUILDUSER) \
 	-X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all test test-long race build binary generate lint vet fmt shellcheck fuzz bench bench-compare bench-go bench-peers soak helm image package mixin clean
+.PHONY: all test test-long race build binary generate lint vet fmt staticcheck shellcheck fuzz bench bench-compare bench-go bench-peers soak helm image package mixin clean
 
 all: lint build test
 
@@ -74,10 +75,15 @@ fmt:
 	@out=$$(gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt: these files are not formatted:"; echo "$$out"; exit 1; fi
 
+# staticcheck's default checks; a deliberate exception is a //lint:ignore
+# with its reason next to the line
+staticcheck:
+	$(GO) tool staticcheck ./...
+
 shellcheck:
 	shellcheck .ci/run scripts/*.sh examples/*/*.sh packaging/scripts/*.sh
 
-lint: vet fmt shellcheck
+lint: vet fmt staticcheck shellcheck
 
 # Each fuzz target runs alone (go test -fuzz accepts one target per package run).
 fuzz:
