@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -177,64 +176,4 @@ func openPMCDSources(f *serveFlags, logger *slog.Logger) (srcs []bridge.Source, 
 		srcs = append(srcs, bridge.Source{Name: "pmcd " + p.Endpoint().String(), Src: src})
 	}
 	return srcs, closeAll, auto, nil
-}
-
-// pmcdErrors exports, per pmcd source, the metrics pmcd answered with an
-// error at the last fetch (by error) and the count of such answers.
-type pmcdErrors struct {
-	srcs      []bridge.Source
-	last, all *prometheus.Desc
-}
-
-func registerPMCD(reg prometheus.Registerer, srcs []bridge.Source) {
-	var ps []bridge.Source
-	for _, s := range srcs {
-		if isPMCD(s.Src) {
-			ps = append(ps, s)
-		}
-	}
-	if len(ps) == 0 {
-		return
-	}
-	reg.MustRegister(&pmcdErrors{
-		srcs: ps,
-		last: prometheus.NewDesc("pcp_exporter_pmcd_metric_errors", "Metrics pmcd answered with an error at the last fetch (skipped), by PCP error code.", []string{"source", "code"}, nil),
-		all:  prometheus.NewDesc("pcp_exporter_pmcd_metric_errors_total", "Metric values pmcd answered with an error (skipped).", []string{"source"}, nil),
-	})
-}
-
-func isPMCD(src source.Source) bool {
-	_, ok := pmcdOf(src)
-	return ok
-}
-
-// pmcdOf finds the pmcd source under wrappers (derived metrics).
-func pmcdOf(src source.Source) (*pmcd.Source, bool) {
-	for src != nil {
-		if p, ok := src.(*pmcd.Source); ok {
-			return p, true
-		}
-		w, ok := src.(source.Wrapper)
-		if !ok {
-			break
-		}
-		src = w.Unwrap()
-	}
-	return nil, false
-}
-
-func (c *pmcdErrors) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.last
-	ch <- c.all
-}
-
-func (c *pmcdErrors) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.srcs {
-		p, _ := pmcdOf(s.Src)
-		last, total := p.MetricErrors()
-		for code, n := range last {
-			ch <- prometheus.MustNewConstMetric(c.last, prometheus.GaugeValue, float64(n), s.Name, strconv.Itoa(int(code)))
-		}
-		ch <- prometheus.MustNewConstMetric(c.all, prometheus.CounterValue, float64(total), s.Name)
-	}
 }

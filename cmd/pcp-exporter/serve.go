@@ -375,7 +375,6 @@ func runServe(f *serveFlags) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("pcp_exporter"), col.Self(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerPMCD(reg, srcs)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
