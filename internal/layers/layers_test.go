@@ -176,22 +176,27 @@ func (t *table) check(imports map[string][]string) []string {
 	return bad
 }
 
+// modulePath returns the module path go.mod under root names.
+func modulePath(root string) (string, error) {
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(string(mod), "\n") {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(l), "module "); ok {
+			return strings.TrimSpace(p), nil
+		}
+	}
+	return "", errors.New("go.mod names no module")
+}
+
 // moduleImports returns, for each package of the module rooted at root,
 // its non-test imports of the module (module-relative; the root package
 // is ".").
 func moduleImports(root string) (map[string][]string, error) {
-	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	modPath, err := modulePath(root)
 	if err != nil {
 		return nil, err
-	}
-	var modPath string
-	for _, l := range strings.Split(string(mod), "\n") {
-		if p, ok := strings.CutPrefix(strings.TrimSpace(l), "module "); ok {
-			modPath = strings.TrimSpace(p)
-		}
-	}
-	if modPath == "" {
-		return nil, errors.New("go.mod names no module")
 	}
 	out := map[string][]string{}
 	err = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
