@@ -50,6 +50,10 @@ type Collector struct {
 	scratch []byte
 	// clashes are the name clashes logged (source, metric, detail)
 	clashes map[string]struct{}
+	// shared: a family name is served by several sources (several hosts'
+	// pmcds), whose series the fast path gathers into one family
+	shared bool
+	merge  familyMerge
 
 	upDesc, lagDesc, servedDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 	// what sources leave out (source.Limited)
@@ -130,15 +134,7 @@ type valueVisitor func(s *sourceState, i int, f *mapping.Family, iv source.InstV
 func (c *Collector) read(sel *Selection, visit valueVisitor) {
 	now := c.now()
 	allOK := true
-	remap := false
-	for _, s := range c.sources {
-		if s.loadMetrics() {
-			remap = true
-		}
-	}
-	if remap {
-		c.remap()
-	}
+	c.loadMetrics()
 	for _, s := range c.sources {
 		start := time.Now()
 		err := c.readSource(s, now, sel, visit)
@@ -155,6 +151,20 @@ func (c *Collector) read(sel *Selection, visit valueVisitor) {
 	}
 	if allOK {
 		c.once.Do(func() { close(c.ready) })
+	}
+}
+
+// loadMetrics loads the sources' metric sets that changed and maps them
+// again if any did.
+func (c *Collector) loadMetrics() {
+	remap := false
+	for _, s := range c.sources {
+		if s.loadMetrics() {
+			remap = true
+		}
+	}
+	if remap {
+		c.remap()
 	}
 }
 
@@ -224,8 +234,16 @@ func (c *Collector) remap() {
 		targets[i] = s.target
 	}
 	ns := mapping.NewNamespace(targets...)
+	names := map[string]bool{}
+	c.shared = false
 	for _, s := range c.sources {
 		s.families, s.skipped = c.mapper.MapSource(s.ms, s.target, ns)
+		for _, f := range s.families {
+			c.shared = c.shared || names[f.Name]
+		}
+		for _, f := range s.families {
+			names[f.Name] = true
+		}
 		for _, sk := range s.skipped {
 			if sk.Reason == mapping.SkipNameClash {
 				c.logClash(s.Name, sk)
