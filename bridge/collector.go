@@ -64,7 +64,8 @@ type sourceState struct {
 	Source
 	ms       []source.Metric // the source's metrics at epoch
 	target   []mapping.LabelPair
-	epoch    uint64 // the epoch of ms (source.MetricsEpochOf)
+	domain   []string // target labels from domain labels (SourceTarget)
+	epoch    uint64   // the epoch of ms (source.MetricsEpochOf)
 	sig      uint64
 	families []mapping.Family
 	skipped  []mapping.Skipped
@@ -230,7 +231,7 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 func (c *Collector) remap() {
 	targets := make([][]mapping.LabelPair, len(c.sources))
 	for i, s := range c.sources {
-		s.target = c.mapper.TargetLabels(s.ms, s.Context)
+		s.target, s.domain = c.mapper.SourceTarget(s.ms, s.Context)
 		targets[i] = s.target
 	}
 	ns := mapping.NewNamespace(targets...)
