@@ -4,7 +4,9 @@
 #                    sweeps run a representative part unless PCPX_LONG_TESTS=1
 #   make test-long   the test suite with every long sweep (PCPX_LONG_TESTS=1)
 #   make race        the test suite with the race detector
-#                    (GOTESTFLAGS adds go test flags to these three, e.g. -count=1)
+#                    (GOTESTFLAGS adds go test flags to these three, e.g. -count=1;
+#                    TESTPARALLEL: parallel tests per package, 4 by default since
+#                    the end-to-end runs wait on their peers, not on the CPU)
 #   make build       every package and the static binary ./pcp-exporter
 #                    (CGO_ENABLED=0, version stamped)
 #   make lint        go vet + gofmt -l (fails on any unformatted file) + shellcheck
@@ -35,6 +37,7 @@ GOTESTFLAGS ?=
 # after another for more than 10 minutes with PCPX_LONG_TESTS=1 (go test's
 # default is 10 minutes)
 TESTTIMEOUT ?= 45m
+TESTPARALLEL ?= 4
 VPKG      := github.com/prometheus/common/version
 LDFLAGS   := -s -w \
 	-X $(VPKG).Version=$(VERSION) \
@@ -48,13 +51,13 @@ LDFLAGS   := -s -w \
 all: lint build test
 
 test:
-	$(GO) test -timeout $(TESTTIMEOUT) $(GOTESTFLAGS) ./...
+	$(GO) test -timeout $(TESTTIMEOUT) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
 
 test-long:
-	PCPX_LONG_TESTS=1 $(GO) test -timeout $(TESTTIMEOUT) $(GOTESTFLAGS) ./...
+	PCPX_LONG_TESTS=1 $(GO) test -timeout $(TESTTIMEOUT) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
 
 race:
-	$(GO) test -race -timeout $(TESTTIMEOUT) $(GOTESTFLAGS) ./...
+	$(GO) test -race -timeout $(TESTTIMEOUT) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
 
 build:
 	CGO_ENABLED=0 $(GO) build ./...

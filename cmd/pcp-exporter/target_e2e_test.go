@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,11 +33,9 @@ func TestTargetInfoJoins(t *testing.T) {
 	if raceEnabled {
 		t.Skip("an end-to-end run: not under the race detector")
 	}
+	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	e2e.Require(t, "prometheus", "pminfo")
-	e2e.LockPMCD(t, false)
-	if out, err := exec.Command("pminfo", "-f", "pmcd.version").CombinedOutput(); err != nil {
-		t.Fatalf("pmcd is not answering: %v\n%s", err, out)
-	}
+	e2e.RequirePMCD(t) // pmlogger and the exporters read the system pmcd
 	dir := t.TempDir()
 	tmp := filepath.Join(dir, "pcptmp")
 	mmvDir := filepath.Join(tmp, "mmv")
@@ -59,8 +56,8 @@ func TestTargetInfoJoins(t *testing.T) {
 		"linux\t60\tdso\tlinux_init\t/var/lib/pcp/pmdas/linux/pmda_linux.so\n"})
 
 	host, sidecar, pmcds := e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreeAddr(t)
-	t.Setenv("PCP_TMP_DIR", tmp) // serve with no flags: $PCP_TMP_DIR/mmv
-	startExporter(t, http.DefaultClient, "http://"+host, "serve", "--web.listen-address="+host)
+	// serve with no flags: $PCP_TMP_DIR/mmv
+	startExporterEnv(t, []string{"PCP_TMP_DIR=" + tmp}, http.DefaultClient, "http://"+host, "serve", "--web.listen-address="+host)
 	startExporter(t, http.DefaultClient, "http://"+sidecar, "serve", "--web.listen-address="+sidecar, "--mmv.dir="+mmvDir)
 	startExporter(t, http.DefaultClient, "http://"+pmcds, "serve", "--web.listen-address="+pmcds, "--pmcd=local:", "--pmcd="+other.Addr)
 
