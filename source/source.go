@@ -42,6 +42,11 @@ type InstValue struct {
 // ValueSet is the values of one metric in a Result (pmValueSet).
 type ValueSet struct {
 	PMID semantics.PMID
+	// ValFmt is the encoding an archive record holds the values in
+	// (pmValueSet's valfmt: semantics.ValInsitu, ValDptr or ValSptr), when
+	// Values is not empty; other sources leave it 0. libpcp's interpolation
+	// refuses a metric whose encoding changes from record to record.
+	ValFmt uint8
 	// Err is the PCP error of this metric at this fetch (for an archive record,
 	// the numval < 0 code), nil when Values holds the (possibly zero) values.
 	Err    error
