@@ -101,7 +101,7 @@ func serveCommand() command {
 			cmd.Flag("demo", "Serve the embedded demo recording in a loop instead of any other source: a 3-minute pmlogger archive (load, CPU, memory, disks, network) of the machine that made this project's test corpus, not this host's data. Refused with --archive, --pmcd or --mmv.dir.").BoolVar(&f.demo)
 			cmd.Flag("replay.interp", "Interpolation rule for instant and discrete metrics of replayed and followed archives: nearest (PCP 6.3.2 and later) or prior (PCP 6.3.1 and earlier).").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
 			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels; a pattern is a name with its subtree, as pminfo, a glob, or a /regexp/).").PlaceHolder("FILE").StringVar(&f.mappingFile)
-			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units), pmproxy (as pmproxy's /metrics) or node (default, with the linux agent's host metrics under node_exporter's names); default: the mapping file's naming, else default.").EnumVar(&f.naming, "default", "pmproxy", "node")
+			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units), pmproxy (as pmproxy's /metrics), node (default, with the linux agent's host metrics under node_exporter's names) or hostmetrics (default, with them as the OTel Collector hostmetrics receiver's metrics: system.cpu.time, ...); default: the mapping file's naming, else default.").EnumVar(&f.naming, "default", "pmproxy", "node", "hostmetrics")
 			fullLabelsFlag(cmd, &f.fullLabels)
 			withFlag(cmd, &f.lean)
 			f.derived = addDerivedFlags(cmd)
