@@ -45,7 +45,7 @@ func NewOTelConverter(mapper *mapping.Mapper) *OTelConverter {
 // OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME say.
 func Resource(mapper *mapping.Mapper, src Source) *resource.Resource {
 	ms := src.Src.Metrics()
-	return ResourceOf(mapping.Resource(ms, mapper.TargetLabels(ms, src.Context)))
+	return ResourceOf(mapper.Resource(ms, mapper.TargetLabels(ms, src.Context)))
 }
 
 // ResourceOf is the resource of attributes from mapping.Resource, under

@@ -22,6 +22,17 @@ import (
 // hostProfile is the hostmetrics naming's table.
 var hostProfile = newProfile(hostFamilies, "the OpenTelemetry hostmetrics receiver's metric")
 
+// hostSources are the PCP metrics the table reads.
+var hostSources = func() map[string]bool {
+	m := map[string]bool{}
+	for i := range hostFamilies {
+		for _, s := range hostFamilies[i].sources() {
+			m[s] = true
+		}
+	}
+	return m
+}()
+
 // HostmetricsNames returns the names of the hostmetrics profile's metrics,
 // in table order (for documentation and tests).
 func HostmetricsNames() []string { return hostProfile.names() }

@@ -113,8 +113,7 @@ func (f *Family) Attributes(inst *source.Instance) []LabelPair {
 // labels keep their names under the prefix "pcp." (pcp.domainname,
 // pcp.agent); service.name is the MMV application when every metric is one
 // MMV file's (mmv.<file>.*), else "pcp"; service.instance.id is the host
-// name when known; os.type is "linux" when the metrics hold a hostmetrics
-// family (only the linux agent gives their sources). Sorted by name.
+// name when known. Sorted by name.
 func Resource(metrics []source.Metric, target []LabelPair) []LabelPair {
 	var s labelSet
 	for _, p := range target {
@@ -129,12 +128,6 @@ func Resource(metrics []source.Metric, target []LabelPair) []LabelPair {
 		}
 	}
 	s.set("service.name", serviceName(metrics))
-	for i := range metrics {
-		if hostProfile.familyOf(&metrics[i]) != nil {
-			s.set("os.type", "linux")
-			break
-		}
-	}
 	return s.sorted()
 }
 
@@ -154,4 +147,26 @@ func serviceName(metrics []source.Metric) string {
 		return "pcp"
 	}
 	return app
+}
+
+// Resource is the package's Resource under the mapper's naming: the
+// hostmetrics naming adds os.type "linux" when the metrics hold one of its
+// families or their PCP sources (only the linux agent gives those), as the
+// collector's resource detection would on the host.
+func (m *Mapper) Resource(metrics []source.Metric, target []LabelPair) []LabelPair {
+	r := Resource(metrics, target)
+	if m.naming != NamingHostmetrics {
+		return r
+	}
+	for i := range metrics {
+		if hostProfile.familyOf(&metrics[i]) != nil || hostSources[metrics[i].Name] {
+			s := labelSet{}
+			for _, p := range r {
+				s.set(p.Name, p.Value)
+			}
+			s.set("os.type", "linux")
+			return s.sorted()
+		}
+	}
+	return r
 }

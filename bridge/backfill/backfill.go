@@ -356,7 +356,7 @@ type run struct {
 
 func (r *run) mapFamilies(metrics []source.Metric) {
 	target := r.opts.Mapper.TargetLabels(metrics, nil)
-	r.resource = mapping.Resource(metrics, target)
+	r.resource = r.opts.Mapper.Resource(metrics, target)
 	fams, skipped := r.opts.Mapper.MapSource(metrics, target, mapping.NewNamespace(r.targets...))
 	r.info, r.infoT = nil, math.MinInt64
 	if r.opts.Mapper.Lean() && !r.opts.NoTargetInfo && len(target) > 0 && (r.opts.Families == nil || r.opts.Families[mapping.TargetInfoName]) {
