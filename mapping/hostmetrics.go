@@ -112,8 +112,8 @@ var hostFamilies = func() []nodeFamily {
 	add(hostFamily("system.cpu.logical.count", "{cpu}", hmSum, true, "Number of available logical CPUs.", nodePart{pcp: "hinv.ncpu"}))
 
 	// load: /proc/loadavg (the decimal it was read from)
-	for _, l := range [][2]string{{"1m", "1 minute"}, {"5m", "5 minute"}, {"15m", "15 minute"}} {
-		add(hostFamily("system.cpu.load_average."+l[0], "{thread}", hmGauge, false, "Average CPU Load over "+strings.TrimSuffix(l[1], "minute")+"minutes.",
+	for _, l := range [][3]string{{"1m", "1 minute", "1 minute"}, {"5m", "5 minute", "5 minutes"}, {"15m", "15 minute", "15 minutes"}} {
+		add(hostFamily("system.cpu.load_average."+l[0], "{thread}", hmGauge, false, "Average CPU Load over "+l[2]+".",
 			nodePart{pcp: "kernel.all.load", inst: l[1], round32: true}))
 	}
 
@@ -131,7 +131,7 @@ var hostFamilies = func() []nodeFamily {
 	))
 	add(
 		hostFamily("system.memory.limit", "By", hmSum, true, "Total bytes of memory available.", nodePart{pcp: "mem.physmem"}),
-		hostFamily("system.linux.memory.available", "By", hmSum, true, "An estimate of how much memory is available for starting new applications, without swapping.", nodePart{pcp: "mem.util.available"}),
+		hostFamily("system.linux.memory.available", "By", hmSum, true, "An estimate of how much memory is available for starting new applications, without swapping. This is a more accurate alternative than system.memory.usage with state=free. (Linux only)", nodePart{pcp: "mem.util.available"}),
 		hostFamily("system.linux.memory.dirty", "By", hmSum, true, "The amount of dirty memory according to `/proc/meminfo`.", nodePart{pcp: "mem.util.dirty"}),
 	)
 
@@ -152,7 +152,7 @@ var hostFamilies = func() []nodeFamily {
 	}
 	add(
 		disk("system.disk.io", "By", hmCounter, true, "Disk bytes transferred.", 512, "blkread", "blkwrite"),
-		disk("system.disk.io_time", "s", hmCounter, false, "Time disk spent activated.", 0, "avactive"),
+		disk("system.disk.io_time", "s", hmCounter, false, "Time disk spent activated. On Windows, this is calculated as the inverse of disk idle time.", 0, "avactive"),
 		disk("system.disk.merged", "{operations}", hmCounter, true, "The number of disk reads/writes merged into single physical disk access operations.", 0, "read_merge", "write_merge"),
 		disk("system.disk.operation_time", "s", hmCounter, false, "Time spent in disk operations.", 0, "read_rawactive", "write_rawactive"),
 		disk("system.disk.operations", "{operations}", hmCounter, true, "Disk operations count.", 0, "read", "write"),
@@ -221,9 +221,9 @@ var hostFamilies = func() []nodeFamily {
 		at(nodePart{pcp: "kernel.all.running"}, "status", "running"),
 		at(nodePart{pcp: "kernel.all.blocked"}, "status", "blocked"),
 	))
-	add(hostFamily("system.processes.created", "{processes}", hmCounter, true, "Total number of created processes.", nodePart{pcp: "kernel.all.sysfork"}))
+	add(hostFamily("system.processes.created", "{processes}", hmCounter, true, "Total number of created processes. Supported on Linux and OpenBSD.", nodePart{pcp: "kernel.all.sysfork"}))
 
 	// system: /proc/uptime (the receiver's sysinfo(2) gives whole seconds)
-	add(hostFamily("system.uptime", "s", hmGauge, false, "The time the system has been running.", nodePart{pcp: "kernel.all.uptime"}))
+	add(hostFamily("system.uptime", "s", hmGauge, false, "The time the system has been running", nodePart{pcp: "kernel.all.uptime"}))
 	return fs
 }()

@@ -22,7 +22,7 @@ var hostmetricsLeftOut = []string{
 }
 
 // TestHostmetricsTableMatchesMetadata: every row of the hostmetrics table
-// is a metric of the pinned receiver's metadata.yaml with its unit, kind,
+// is a metric of the pinned receiver's metadata.yaml with its description, unit, kind,
 // monotonicity, temporality and value type; its attributes are the
 // metric's (less the documented ones PCP has no source for) and its
 // constant attribute values are in their enums. Every metric the receiver
@@ -52,6 +52,9 @@ func TestHostmetricsTableMatchesMetadata(t *testing.T) {
 		}
 		if o.unit != s.Unit || kind != s.Kind || o.monotonic != s.Monotonic || vt != s.ValueType || (kind == "sum" && s.Temporality != "cumulative") {
 			t.Errorf("%s: unit %q %s monotonic %v %s, metadata.yaml: %q %s monotonic %v %s %s", f.name, o.unit, kind, o.monotonic, vt, s.Unit, s.Kind, s.Monotonic, s.ValueType, s.Temporality)
+		}
+		if f.help != s.Description {
+			t.Errorf("%s: description %q, metadata.yaml %q", f.name, f.help, s.Description)
 		}
 		if (f.typ == Counter) != (kind == "sum" && s.Monotonic) {
 			t.Errorf("%s: Prometheus type %v for a %s (monotonic %v)", f.name, f.typ, kind, s.Monotonic)

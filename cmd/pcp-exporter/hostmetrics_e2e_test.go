@@ -33,6 +33,7 @@ type hostPoint struct {
 	resource        map[string]string
 	scope, scopeVer string
 	metric, unit    string
+	desc            string
 	kind            string // sum or gauge
 	monotonic       bool
 	temporality     int
@@ -69,8 +70,9 @@ func readHostPoints(path string) []hostPoint {
 				ScopeMetrics []struct {
 					Scope   struct{ Name, Version string }
 					Metrics []struct {
-						Name, Unit string
-						Sum        *struct {
+						Name, Unit  string
+						Description string
+						Sum         *struct {
 							DataPoints             []dp
 							AggregationTemporality int
 							IsMonotonic            bool
@@ -92,7 +94,7 @@ func readHostPoints(path string) []hostPoint {
 				for _, m := range sm.Metrics {
 					add := func(kind string, mono bool, temp int, pts []dp) {
 						for _, p := range pts {
-							hp := hostPoint{resource: res, scope: sm.Scope.Name, scopeVer: sm.Scope.Version, metric: m.Name, unit: m.Unit,
+							hp := hostPoint{resource: res, scope: sm.Scope.Name, scopeVer: sm.Scope.Version, metric: m.Name, unit: m.Unit, desc: m.Description,
 								kind: kind, monotonic: mono, temporality: temp, attrs: map[string]string{}}
 							for _, a := range p.Attributes {
 								hp.attrs[a.Key] = a.Value.StringValue
@@ -159,7 +161,7 @@ func hostmetricsRecorded() string {
 // with pmlogger, pushes one instant of the recording with --naming
 // hostmetrics to a real OpenTelemetry Collector and backfills it by OTLP
 // to another, and checks every host metric the collector received against
-// the pinned receiver's metadata.yaml (name, unit, Sum or Gauge,
+// the pinned receiver's metadata.yaml (name, description, unit, Sum or Gauge,
 // monotonicity, temporality, int or double, attribute names and enum
 // values), the resource (host.name, host.id from /etc/machine-id,
 // os.type) and the scope (name, version); and every pushed value against
@@ -305,6 +307,9 @@ func TestHostmetricsOTLPToCollector(t *testing.T) {
 			}
 			if p.unit != s.Unit || p.kind != s.Kind || p.monotonic != s.Monotonic || vt != s.ValueType {
 				t.Errorf("%s %s: unit %q %s monotonic %v %s, metadata.yaml %q %s monotonic %v %s", what, p.metric, p.unit, p.kind, p.monotonic, vt, s.Unit, s.Kind, s.Monotonic, s.ValueType)
+			}
+			if p.desc != s.Description {
+				t.Errorf("%s %s: description %q, metadata.yaml %q", what, p.metric, p.desc, s.Description)
 			}
 			if p.kind == "sum" && (p.temporality != 2 || s.Temporality != "cumulative") {
 				t.Errorf("%s %s: temporality %d, metadata.yaml %s", what, p.metric, p.temporality, s.Temporality)

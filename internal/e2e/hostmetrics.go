@@ -15,6 +15,7 @@ import (
 type HostMetric struct {
 	Name, Scraper string
 	Enabled       bool
+	Description   string
 	Unit          string
 	Kind          string // "sum" or "gauge"
 	Monotonic     bool
@@ -44,11 +45,12 @@ func HostMetrics(t testing.TB, dir string) map[string]HostMetric {
 			Enum         []string `yaml:"enum"`
 		} `yaml:"attributes"`
 		Metrics map[string]struct {
-			Enabled    bool     `yaml:"enabled"`
-			Unit       string   `yaml:"unit"`
-			Sum        *number  `yaml:"sum"`
-			Gauge      *number  `yaml:"gauge"`
-			Attributes []string `yaml:"attributes"`
+			Enabled     bool     `yaml:"enabled"`
+			Description string   `yaml:"description"`
+			Unit        string   `yaml:"unit"`
+			Sum         *number  `yaml:"sum"`
+			Gauge       *number  `yaml:"gauge"`
+			Attributes  []string `yaml:"attributes"`
 		} `yaml:"metrics"`
 	}
 	out := map[string]HostMetric{}
@@ -62,7 +64,7 @@ func HostMetrics(t testing.TB, dir string) map[string]HostMetric {
 			t.Fatalf("%s: %v", f, err)
 		}
 		for name, m := range d.Metrics {
-			hm := HostMetric{Name: name, Scraper: filepath.Base(filepath.Dir(f)), Enabled: m.Enabled, Unit: m.Unit, Attributes: map[string][]string{}}
+			hm := HostMetric{Name: name, Scraper: filepath.Base(filepath.Dir(f)), Enabled: m.Enabled, Description: m.Description, Unit: m.Unit, Attributes: map[string][]string{}}
 			switch {
 			case m.Sum != nil:
 				hm.Kind, hm.Monotonic, hm.Temporality, hm.ValueType = "sum", m.Sum.Monotonic, m.Sum.Temporality, m.Sum.ValueType
