@@ -179,7 +179,7 @@ func TestHostmetricsOTLPToCollector(t *testing.T) {
 	}
 	arch := filepath.Join(dir, "host")
 	began := time.Now()
-	rec := exec.Command(bins[0], "-s", "4", "-t", "1", "-c", cfg, "-l", filepath.Join(dir, "pmlogger.log"), arch)
+	rec := exec.Command(bins[0], "-s", "3", "-t", "1", "-c", cfg, "-l", filepath.Join(dir, "pmlogger.log"), arch)
 	if out, err := rec.CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "pmlogger.log"))
 		t.Fatalf("pmlogger: %v\n%s\n%s", err, out, log)
@@ -198,7 +198,7 @@ func TestHostmetricsOTLPToCollector(t *testing.T) {
 	}
 	t.Logf("pmlogger recorded in %v", time.Since(began).Round(time.Millisecond))
 	rpPush, rpScrape := replay(), replay()
-	at := rpPush.Start().Add(2500 * time.Millisecond)
+	at := rpPush.Start().Add(1500 * time.Millisecond) // between the records
 	when := func(time.Time) (time.Time, bool) { return at, true }
 
 	// the push, with the hostmetrics naming
