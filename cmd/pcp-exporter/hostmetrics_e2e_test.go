@@ -168,8 +168,9 @@ func hostmetricsRecorded() string {
 // the default naming's Prometheus series of the same instant of the same
 // recording, by the receiver's formulas (docs/hostmetrics-profile.md).
 func TestHostmetricsOTLPToCollector(t *testing.T) {
+	t.Parallel() // it waits on pmlogger and two collectors; no t.Setenv
 	bins := e2e.Require(t, "pmlogger")
-	e2e.LockPMCD(t, false)
+	e2e.RequirePMCD(t) // pmlogger records the system pmcd
 	pushAddr, _, pushOut := otelcol(t)
 	backAddr, _, backOut := otelcol(t)
 	dir := t.TempDir()
