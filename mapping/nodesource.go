@@ -17,8 +17,10 @@ import (
 // NodeSource makes (one below derived metrics' 511; no PMDA uses it).
 const NodeDomain = 510
 
-// NodeSource is a source with the node profile's families added: each is a
-// metric named as node_exporter's family (node_cpu_seconds_total), of type
+// NodeSource is a source with a profile's families added (the node
+// profile's, or the hostmetrics profile's: NewHostmetricsSource): each is a
+// metric named as node_exporter's family (node_cpu_seconds_total) or the
+// receiver's metric (system.cpu.time), of type
 // DOUBLE in its base unit, whose instances are its series' label sets
 // (named `cpu="0",mode="user"`, with those labels as instance labels). A
 // fetch of them fetches their PCP sources and computes them. The PCP
