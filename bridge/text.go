@@ -188,7 +188,7 @@ type samplesGatherer struct {
 
 func (g samplesGatherer) Gather() ([]*dto.MetricFamily, error) {
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(samplesCollector{g.c, g.sel}); err != nil {
+	if err := reg.Register(samplesCollector(g)); err != nil {
 		return nil, err
 	}
 	return reg.Gather()

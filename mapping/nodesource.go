@@ -61,18 +61,17 @@ type boundFamily struct {
 
 type boundPart struct {
 	*nodePart
-	present    bool
-	pmid       semantics.PMID
-	indom      semantics.InDom
-	mul, div   float64
-	joinPMIDs  []semantics.PMID
-	termPMIDs  []semantics.PMID
-	termScale  []float64 // sign times the term's unit conversion
-	mulByPMID  semantics.PMID
-	vi, mi     int   // positions in the plan's inner fetch (-1 none)
-	ji, ti     []int // of the joins and the terms
-	seen       map[int32]*nodeEntry
-	joinValues []string // scratch
+	present   bool
+	pmid      semantics.PMID
+	indom     semantics.InDom
+	mul, div  float64
+	joinPMIDs []semantics.PMID
+	termPMIDs []semantics.PMID
+	termScale []float64 // sign times the term's unit conversion
+	mulByPMID semantics.PMID
+	vi, mi    int   // positions in the plan's inner fetch (-1 none)
+	ji, ti    []int // of the joins and the terms
+	seen      map[int32]*nodeEntry
 }
 
 // nodeEntry is the series an inner instance of a part gives, with what

@@ -63,10 +63,9 @@ func TestUnitExposure(t *testing.T) {
 }
 
 var (
-	pkgOnce          sync.Once
-	pkgDeb, pkgRPM   string
-	pkgErr           error
-	pkgVersion, pkgR string // version of the .deb (without the release) and the revision built
+	pkgOnce        sync.Once
+	pkgDeb, pkgRPM string
+	pkgErr         error
 )
 
 // packages returns the .deb and .rpm: those in $PCP_EXPORTER_PACKAGE_DIR
