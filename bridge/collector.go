@@ -51,6 +51,10 @@ type Collector struct {
 	scratch []byte
 	// clashes are the name clashes logged (source, metric, detail)
 	clashes map[string]struct{}
+	// shared: a family name is served by several sources (several hosts'
+	// pmcds), whose series the fast path gathers into one family
+	shared bool
+	merge  familyMerge
 
 	upDesc, lagDesc, servedDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 	// what sources leave out (source.Limited)
@@ -63,7 +67,8 @@ type sourceState struct {
 	Source
 	ms       []source.Metric // the source's metrics at epoch
 	target   []mapping.LabelPair
-	epoch    uint64 // the epoch of ms (source.MetricsEpochOf)
+	domain   []string // target labels from domain labels (SourceTarget)
+	epoch    uint64   // the epoch of ms (source.MetricsEpochOf)
 	sig      uint64
 	families []mapping.Family
 	skipped  []mapping.Skipped
@@ -135,15 +140,7 @@ type valueVisitor func(s *sourceState, i int, f *mapping.Family, iv source.InstV
 func (c *Collector) read(sel *Selection, visit valueVisitor) {
 	now := c.now()
 	allOK := true
-	remap := false
-	for _, s := range c.sources {
-		if s.loadMetrics() {
-			remap = true
-		}
-	}
-	if remap {
-		c.remap()
-	}
+	c.loadMetrics()
 	for _, s := range c.sources {
 		start := time.Now()
 		err := c.readSource(s, now, sel, visit)
@@ -160,6 +157,20 @@ func (c *Collector) read(sel *Selection, visit valueVisitor) {
 	}
 	if allOK {
 		c.once.Do(func() { close(c.ready) })
+	}
+}
+
+// loadMetrics loads the sources' metric sets that changed and maps them
+// again if any did.
+func (c *Collector) loadMetrics() {
+	remap := false
+	for _, s := range c.sources {
+		if s.loadMetrics() {
+			remap = true
+		}
+	}
+	if remap {
+		c.remap()
 	}
 }
 
@@ -231,12 +242,20 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 func (c *Collector) remap() {
 	targets := make([][]mapping.LabelPair, len(c.sources))
 	for i, s := range c.sources {
-		s.target = c.mapper.TargetLabels(s.ms, s.Context)
+		s.target, s.domain = c.mapper.SourceTarget(s.ms, s.Context)
 		targets[i] = s.target
 	}
 	ns := mapping.NewNamespace(targets...)
+	names := map[string]bool{}
+	c.shared = false
 	for _, s := range c.sources {
 		s.families, s.skipped = c.mapper.MapSource(s.ms, s.target, ns)
+		for _, f := range s.families {
+			c.shared = c.shared || names[f.Name]
+		}
+		for _, f := range s.families {
+			names[f.Name] = true
+		}
 		for _, sk := range s.skipped {
 			if sk.Reason == mapping.SkipNameClash {
 				c.logClash(s.Name, sk)
