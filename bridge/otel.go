@@ -45,7 +45,7 @@ func NewOTelConverter(mapper *mapping.Mapper) *OTelConverter {
 // OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME say.
 func Resource(mapper *mapping.Mapper, src Source) *resource.Resource {
 	ms := src.Src.Metrics()
-	return ResourceOf(mapping.Resource(ms, mapper.TargetLabels(ms, src.Context)))
+	return ResourceOf(mapper.Resource(ms, mapper.TargetLabels(ms, src.Context)))
 }
 
 // ResourceOf is the resource of attributes from mapping.Resource, under
@@ -125,7 +125,11 @@ func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms 
 				c.state[key] = st
 			}
 			g := source.GenerationOf(src, md.Desc.PMID)
-			start := st.Observe(v, t, g, c.seen[key])
+			obs := v
+			if !ins.Monotonic {
+				obs = 0 // an up-down sum keeps its start when it goes down
+			}
+			start := st.Observe(obs, t, g, c.seen[key])
 			sum = append(sum, metricdata.DataPoint[float64]{Attributes: set, StartTime: start, Time: t, Value: v})
 		}
 		m := metricdata.Metrics{Name: ins.Name, Description: ins.Description, Unit: ins.Unit}
@@ -133,6 +137,9 @@ func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms 
 			m.Data = metricdata.Sum[float64]{DataPoints: sum, Temporality: metricdata.CumulativeTemporality, IsMonotonic: ins.Monotonic}
 		} else {
 			m.Data = metricdata.Gauge[float64]{DataPoints: gauge}
+		}
+		if ins.Int {
+			m.Data = IntData(m.Data)
 		}
 		dst = append(dst, m)
 	}

@@ -94,6 +94,7 @@ func (s *OTLPSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
 	var resOrder []string
 	points := map[string]int{} // by resource
 	metrics := map[key]*metricdata.Metrics{}
+	ints := map[key]bool{} // value_type int (the hostmetrics naming)
 	var order []key
 	for i := range batch {
 		smp := &batch[i]
@@ -116,12 +117,13 @@ func (s *OTLPSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
 		m := metrics[k]
 		if m == nil {
 			m = &metricdata.Metrics{Name: f.PCPName, Description: f.Help, Unit: f.UCUM}
-			if f.Type == mapping.Counter {
-				m.Data = metricdata.Sum[float64]{Temporality: metricdata.CumulativeTemporality, IsMonotonic: true}
+			if kind, mono := f.OTelKind(); kind == mapping.KindSum {
+				m.Data = metricdata.Sum[float64]{Temporality: metricdata.CumulativeTemporality, IsMonotonic: mono}
 			} else {
 				m.Data = metricdata.Gauge[float64]{}
 			}
 			metrics[k] = m
+			ints[k] = f.OTelInt()
 			order = append(order, k)
 		}
 		t := time.UnixMilli(smp.T)
@@ -143,7 +145,11 @@ func (s *OTLPSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
 		rm := metricdata.ResourceMetrics{Resource: resources[rk], ScopeMetrics: []metricdata.ScopeMetrics{{Scope: bridge.Scope}}}
 		for _, k := range order {
 			if k.res == rk {
-				rm.ScopeMetrics[0].Metrics = append(rm.ScopeMetrics[0].Metrics, *metrics[k])
+				m := *metrics[k]
+				if ints[k] {
+					m.Data = bridge.IntData(m.Data)
+				}
+				rm.ScopeMetrics[0].Metrics = append(rm.ScopeMetrics[0].Metrics, m)
 			}
 		}
 		n := points[rk]
