@@ -44,10 +44,9 @@ type Collector struct {
 	once    sync.Once
 	// pmproxyFloats rounds FLOAT and DOUBLE values as pmproxy prints them.
 	pmproxyFloats bool
-	// reads counts the fast path's reads; scratch holds WriteText's
-	// exposition (reused).
-	reads   uint64
-	scratch []byte
+	// reads counts the fast path's reads.
+	reads uint64
+	block []byte // a label block being rendered (reused)
 	// clashes are the name clashes logged (source, metric, detail)
 	clashes map[string]struct{}
 
@@ -58,10 +57,13 @@ type Collector struct {
 
 type sourceState struct {
 	Source
-	ms       []source.Metric // the source's metrics at epoch
-	target   []mapping.LabelPair
-	epoch    uint64 // the epoch of ms (source.MetricsEpochOf)
-	sig      uint64
+	ms     []source.Metric // the source's metrics at epoch
+	target []mapping.LabelPair
+	epoch  uint64 // the epoch of ms (source.MetricsEpochOf)
+	sig    uint64
+	// mapped is the shared mapping whose families, skipped and pmids
+	// these are (shared.go), nil when they are the source's own
+	mapped   *mapped
 	families []mapping.Family
 	skipped  []mapping.Skipped
 	pmids    []semantics.PMID
@@ -218,6 +220,17 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 // remap maps every source's metrics again, in source order, so that name
 // clashes across sources resolve the same way every time.
 func (c *Collector) remap() {
+	if len(c.sources) == 1 {
+		// alone, the mapping depends only on the source: shared with
+		// other collectors of the same metrics (shared.go)
+		s := c.sources[0]
+		s.target = c.mapper.TargetLabels(s.ms, s.Context)
+		e := mapShared(c.mapper, s.ms, s.target)
+		s.mapped, s.families, s.skipped, s.pmids = e, e.families, e.skipped, e.pmids
+		s.logClashes(c)
+		s.descs = make([]map[string]*prometheus.Desc, len(s.families))
+		return
+	}
 	targets := make([][]mapping.LabelPair, len(c.sources))
 	for i, s := range c.sources {
 		s.target = c.mapper.TargetLabels(s.ms, s.Context)
@@ -226,16 +239,23 @@ func (c *Collector) remap() {
 	ns := mapping.NewNamespace(targets...)
 	for _, s := range c.sources {
 		s.families, s.skipped = c.mapper.MapSource(s.ms, s.target, ns)
-		for _, sk := range s.skipped {
-			if sk.Reason == mapping.SkipNameClash {
-				c.logClash(s.Name, sk)
-			}
+		s.logClashes(c)
+		if s.mapped != nil {
+			s.mapped, s.pmids = nil, nil // not to write into the shared one's
 		}
 		s.pmids = s.pmids[:0]
-		s.descs = s.descs[:0]
 		for _, f := range s.families {
 			s.pmids = append(s.pmids, f.Desc.PMID)
-			s.descs = append(s.descs, map[string]*prometheus.Desc{})
+		}
+		s.descs = make([]map[string]*prometheus.Desc, len(s.families))
+	}
+}
+
+// logClashes logs the source's metrics skipped for a name clash (once).
+func (s *sourceState) logClashes(c *Collector) {
+	for _, sk := range s.skipped {
+		if sk.Reason == mapping.SkipNameClash {
+			c.logClash(s.Name, sk)
 		}
 	}
 }
@@ -410,6 +430,9 @@ func (c *Collector) sendConst(ch chan<- prometheus.Metric, s *sourceState, i int
 		vt = prometheus.UntypedValue
 	}
 	key := strings.Join(names, "\xff")
+	if s.descs[i] == nil {
+		s.descs[i] = map[string]*prometheus.Desc{}
+	}
 	d := s.descs[i][key]
 	if d == nil {
 		d = prometheus.V2.NewDesc(f.Name, f.Help, prometheus.UnconstrainedLabels(names), nil, prometheus.WithUnit(f.Unit))

@@ -216,6 +216,11 @@ func (h *Handler) get(k key, sec *pmcd.Security, mod Module, timeout time.Durati
 		delete(h.pool, oldest)
 	}
 	sel, _ := pmcd.ParseSelection(mod.Metrics)
+	if len(sel.Include) == 0 {
+		// what the mapping leaves out is not read either (proc's
+		// metadata is most of a pmcd's), as serve's --pmcd does
+		sel.Exclude = append(sel.Exclude, h.mapper.UnreadSubtrees()...)
+	}
 	src, err := pmcd.New(k.target, pmcd.Options{Selection: sel, Timeout: timeout, Security: sec, Logger: h.log})
 	if err != nil {
 		return nil, err

@@ -141,7 +141,7 @@ func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	cn := &conn{c: c, r: bufio.NewReaderSize(c, 64<<10), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1), sec: ep.sec}
+	cn := &conn{c: c, r: bufio.NewReaderSize(c, 16<<10), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1), sec: ep.sec}
 	if err := cn.handshake(timeout); err != nil {
 		c.Close()
 		return nil, err

@@ -77,6 +77,10 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, w
 		release(&c.dropped)
 		if err != nil {
 			c.close()
+		} else if cap(c.w.b) > 16<<10 {
+			// the pipelined metadata requests' buffer: a fetch's
+			// requests are a few KiB (kept per pooled /probe target)
+			c.w.b = nil
 		}
 	}
 	s.mu.Lock()

@@ -256,4 +256,5 @@ func (s *Source) assemble(md *metadata, oneline, help map[semantics.PMID]string,
 		}
 		md.metrics = append(md.metrics, source.Metric{Name: n, Desc: *d, OneLine: oneline[d.PMID], Help: help[d.PMID], Labels: ls})
 	}
+	share(md)
 }
