@@ -105,6 +105,20 @@ func New(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *Collec
 	return c
 }
 
+// Release drops what the collector and its sources keep from one read to
+// the next for speed (the values read, the sources' buffers: see
+// source.Releaser), for a collector read seldom (a pooled /probe target
+// between its probes); the next read allocates them anew.
+func (c *Collector) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.sources {
+		s.res = source.Result{}
+		s.insts = nil
+		source.ReleaseOf(s.Src)
+	}
+}
+
 // Ready is closed once every source has been read successfully once.
 func (c *Collector) Ready() <-chan struct{} { return c.ready }
 
@@ -224,8 +238,8 @@ func (c *Collector) remap() {
 		// alone, the mapping depends only on the source: shared with
 		// other collectors of the same metrics (shared.go)
 		s := c.sources[0]
-		s.target = c.mapper.TargetLabels(s.ms, s.Context)
-		e := mapShared(c.mapper, s.ms, s.target)
+		s.target = c.mapper.TargetLabels(s.ms, s.context())
+		e := mapShared(c.mapper, s.ms)
 		s.mapped, s.families, s.skipped, s.pmids = e, e.families, e.skipped, e.pmids
 		s.logClashes(c)
 		s.descs = make([]map[string]*prometheus.Desc, len(s.families))
@@ -233,7 +247,7 @@ func (c *Collector) remap() {
 	}
 	targets := make([][]mapping.LabelPair, len(c.sources))
 	for i, s := range c.sources {
-		s.target = c.mapper.TargetLabels(s.ms, s.Context)
+		s.target = c.mapper.TargetLabels(s.ms, s.context())
 		targets[i] = s.target
 	}
 	ns := mapping.NewNamespace(targets...)
@@ -278,11 +292,24 @@ func (c *Collector) logClash(src string, sk mapping.Skipped) {
 	c.logger.Warn("metric skipped: name clash (logged once)", "source", src, "metric", sk.PCPName, "detail", sk.Detail)
 }
 
+// context is the source's context labels kept apart from its metrics
+// (source.ContextApart), then its Context.
+func (s *sourceState) context() []mapping.LabelPair {
+	ls, ok := source.ContextLabelsOf(s.Src)
+	if !ok {
+		return s.Context
+	}
+	return append(mapping.ContextPairs(ls), s.Context...)
+}
+
 // loadMetrics reads the source's metrics and their epoch; true
 // when they differ from the last ones mapped.
 func (s *sourceState) loadMetrics() bool {
 	s.ms, s.epoch = source.MetricsEpochOf(s.Src)
 	sig := signature(s.ms)
+	if ls, ok := source.ContextLabelsOf(s.Src); ok {
+		sig = labelsSignature(sig, ls)
+	}
 	if sig == s.sig {
 		return false
 	}
@@ -307,11 +334,17 @@ func signature(ms []source.Metric) uint64 {
 		h = fnvUint32(h, m.Desc.Units.Word())
 		h = fnvString(h, m.OneLine)
 		h = fnvString(h, m.Help)
-		for _, l := range m.Labels {
-			h = fnvString(h, l.Name)
-			h = fnvString(h, l.Value)
-			h = fnvUint32(h, uint32(l.Flags))
-		}
+		h = labelsSignature(h, m.Labels)
+	}
+	return h
+}
+
+// labelsSignature hashes a label set into h.
+func labelsSignature(h uint64, ls semantics.LabelSet) uint64 {
+	for _, l := range ls {
+		h = fnvString(h, l.Name)
+		h = fnvString(h, l.Value)
+		h = fnvUint32(h, uint32(l.Flags))
 	}
 	return h
 }

@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"strings"
 	"sync"
 	"unsafe"
 	"weak"
@@ -23,19 +22,16 @@ import (
 type mapped struct {
 	mapper   *mapping.Mapper
 	ms       []source.Metric // held: its address is the key
-	target   []mapping.LabelPair
 	families []mapping.Family
 	skipped  []mapping.Skipped
 	pmids    []semantics.PMID
 }
 
 // mappedKey identifies a mapping by the addresses of its mapper and
-// metrics (held by the entry, so not reused while it lives) and its target
-// labels.
+// metrics (held by the entry, so not reused while it lives).
 type mappedKey struct {
 	mapper, ms uintptr
 	n          int
-	target     string
 }
 
 var mappings = struct {
@@ -43,25 +39,18 @@ var mappings = struct {
 	m map[mappedKey]weak.Pointer[mapped]
 }{m: map[mappedKey]weak.Pointer[mapped]{}}
 
-// mapShared maps ms with target alone (a fresh namespace), or returns the
-// mapping another collector made of the same.
-func mapShared(m *mapping.Mapper, ms []source.Metric, target []mapping.LabelPair) *mapped {
-	var tk strings.Builder
-	for _, p := range target {
-		tk.WriteString(p.Name)
-		tk.WriteByte(0)
-		tk.WriteString(p.Value)
-		tk.WriteByte(0)
-	}
-	k := mappedKey{mapper: uintptr(unsafe.Pointer(m)), ms: uintptr(unsafe.Pointer(unsafe.SliceData(ms))), n: len(ms), target: tk.String()}
+// mapShared maps ms alone (a fresh namespace), or returns the mapping
+// another collector made of the same.
+func mapShared(m *mapping.Mapper, ms []source.Metric) *mapped {
+	k := mappedKey{mapper: uintptr(unsafe.Pointer(m)), ms: uintptr(unsafe.Pointer(unsafe.SliceData(ms))), n: len(ms)}
 	mappings.Lock()
 	if e := mappings.m[k].Value(); e != nil && e.mapper == m && unsafe.SliceData(e.ms) == unsafe.SliceData(ms) {
 		mappings.Unlock()
 		return e
 	}
 	mappings.Unlock()
-	e := &mapped{mapper: m, ms: ms, target: target}
-	e.families, e.skipped = m.MapSource(ms, target, mapping.NewNamespace(target))
+	e := &mapped{mapper: m, ms: ms}
+	e.families, e.skipped = m.MapSource(ms, nil, mapping.NewNamespace())
 	for _, f := range e.families {
 		e.pmids = append(e.pmids, f.Desc.PMID)
 	}

@@ -10,8 +10,12 @@
 # issue's run is N=1000 DURATION=10m.
 # MODULE_METRICS (default all) are the module's --pmcd.metrics patterns, as a
 # YAML list; SMALL_DURATION the N/10 run's duration (default DURATION).
+# Beside the N-target run, in the same run, pmproxy's /metrics?hostspec=
+# (which opens a context, handshake and metadata walk per request) is
+# probed for PMPROXY_N of the targets, as often: what it sustains.
 # usage: bench/fleet/run.sh   (env: N, EVERY, DURATION, SMALL_DURATION, MODULE_METRICS, PCPX,
-# PORT the exporter's, PMCD_PORT the recorded pmcd's, SIM_ADDR and SIM_PORT the simulator's)
+# PORT the exporter's, PMCD_PORT the recorded pmcd's, SIM_ADDR and SIM_PORT the simulator's,
+# PMPROXY_PORT pmproxy's, PMPROXY_N its targets)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 N=${N:-200}
@@ -23,6 +27,8 @@ PORT=${PORT:-19331}
 PMCD_PORT=${PMCD_PORT:-44411}
 SIM_ADDR=${SIM_ADDR:-127.0.2.1}
 SIM_PORT=${SIM_PORT:-45000}
+PMPROXY_PORT=${PMPROXY_PORT:-44412}
+PMPROXY_N=${PMPROXY_N:-10}
 w=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$w"; }
@@ -60,10 +66,31 @@ serve() {
 	echo "exporter not up" >&2
 	exit 1
 }
+mkdir -p "$w/pmproxy"
+cat > "$w/pmproxy/pmproxy.conf" <<CONF
+[pmproxy]
+pcp.enabled = true
+http.enabled = true
+resp.enabled = false
+secure.enabled = false
+[keys]
+enabled = false
+[pmseries]
+enabled = false
+[discover]
+enabled = false
+[pmsearch]
+enabled = false
+CONF
+PCP_RUN_DIR=$w/pmproxy PCP_TMP_DIR=$w/pmproxy "${pmcd%/pmcd}/pmproxy" -f -p "$PMPROXY_PORT" -i 127.0.0.1 -c "$w/pmproxy/pmproxy.conf" -l "$w/pmproxy/pmproxy.log" -s "$w/pmproxy/pmproxy.socket" >/dev/null 2>&1 &
+pmproxy=$!
+pids+=("$pmproxy")
 sleep 2
 serve
 "$w/fleet" record -pmcd "127.0.0.1:$PMCD_PORT" -o "$w/rec" -- sh -c "for i in 1 2 3; do curl -sf -o /dev/null 'http://127.0.0.1:$PORT/probe?target=PROXY'; sleep 1; done"
 kill "$exp"
+# pmproxy's requests too (a fetch's context number is not part of the key)
+"$w/fleet" record -pmcd "127.0.0.1:$PMCD_PORT" -o "$w/rec" -- sh -c "for i in 1 2 3; do curl -sf -o /dev/null 'http://127.0.0.1:$PMPROXY_PORT/metrics?hostspec=PROXY'; sleep 1; done"
 "$w/fleet" sim -f "$w/rec" -n "$N" -addr "$SIM_ADDR" -port "$SIM_PORT" >"$w/sim.log" 2>&1 &
 sim=$!
 pids+=("$sim")
@@ -80,7 +107,19 @@ for n in $((N / 10)) "$N"; do
 	t0=$(date +%s.%N)
 	d=$DURATION
 	[[ $n == "$N" ]] || d=$SMALL_DURATION
+	pp=
+	if [[ $n == "$N" && $PMPROXY_N -gt 0 ]]; then
+		p0=$(cpu "$pmproxy")
+		"$w/fleet" load -url "http://127.0.0.1:$PMPROXY_PORT/metrics?hostspec=" -expect hinv_ncpu -n "$PMPROXY_N" -addr "$SIM_ADDR" -port "$SIM_PORT" -every "$EVERY" -for "$d" >"$w/pmproxy.out" &
+		pp=$!
+	fi
 	"$w/fleet" load -url "http://127.0.0.1:$PORT/probe?target=" -n "$n" -addr "$SIM_ADDR" -port "$SIM_PORT" -every "$EVERY" -for "$d" | sed "s/^/$n targets: /"
+	if [[ -n $pp ]]; then
+		wait "$pp"
+		p1=$(cpu "$pmproxy")
+		sed "s/^/pmproxy ?hostspec=, $PMPROXY_N targets: /" "$w/pmproxy.out"
+		echo "pmproxy ?hostspec=, $PMPROXY_N targets: RSS $(($(rss "$pmproxy") / 1024)) MiB, CPU $(echo "($p1 - $p0) / $hz / ($(date +%s.%N) - $t0)" | bc -l | cut -c1-5) cores"
+	fi
 	t1=$(date +%s.%N)
 	c1=$(cpu "$exp")
 	s1=$(cpu "$sim")

@@ -77,10 +77,15 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, w
 		release(&c.dropped)
 		if err != nil {
 			c.close()
-		} else if cap(c.w.b) > 16<<10 {
-			// the pipelined metadata requests' buffer: a fetch's
-			// requests are a few KiB (kept per pooled /probe target)
-			c.w.b = nil
+		} else {
+			// the buffers of the pipelined metadata requests and their
+			// replies: a fetch's are a few KiB
+			if cap(c.w.b) > 16<<10 {
+				c.w.b = nil
+			}
+			if cap(c.rbuf) > 16<<10 {
+				c.rbuf = nil
+			}
 		}
 	}
 	s.mu.Lock()
