@@ -111,6 +111,10 @@ type conn struct {
 	flags int32
 	// limit bounds the instances and label sets decoded per PDU (0: none).
 	limit int
+	// fetchTimeout bounds a fetch made while reading the metadata
+	// (primeAgents) as a scrape's fetch is bounded (0: the metadata's
+	// deadline only)
+	fetchTimeout time.Duration
 	// dropped says a reply buffer too big to keep was dropped (release).
 	dropped bool
 	sec     *Security

@@ -63,7 +63,7 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, w
 	defer close(done)
 	c, err := dial(s.ep, wait, s.opts.MaxPDU)
 	if err == nil {
-		c.limit = s.opts.SeriesLimit
+		c.limit, c.fetchTimeout = s.opts.SeriesLimit, s.opts.Timeout
 	}
 	var md *metadata
 	var kind loadKind
