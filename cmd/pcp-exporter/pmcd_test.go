@@ -466,13 +466,7 @@ func TestServeDefaultPMCDAndMMV(t *testing.T) {
 	client := &http.Client{Timeout: 60 * time.Second}
 	addr := e2e.FreeAddr(t)
 	startExporter(t, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--no-mmv.pid-check")
-	resp, err := client.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	text := string(body)
+	text := scrapeUntil(t, "http://"+addr, `pcp_exporter_source_up{reason="",source="pmcd`)
 	for _, want := range []string{"\nkernel_all_load{", "\nmmv_corpusv1_", `pcp_exporter_source_up{reason="",source="pmcd unix:`, `pcp_exporter_source_up{reason="",source="` + filepath.Join(tmp, "mmv") + `"} 1`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -686,15 +680,7 @@ func TestServePMCDLintsClean(t *testing.T) {
 	client := &http.Client{Timeout: 60 * time.Second}
 	addr := e2e.FreeAddr(t)
 	startExporter(t, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--pmcd=local:")
-	resp, err := client.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), "\nkernel_all_load{") {
-		t.Fatalf("no kernel_all_load in the scrape:\n%.1000s", body)
-	}
+	body := []byte(scrapeUntil(t, "http://"+addr, `pcp_exporter_source_up{reason="",source="pmcd`, "\nkernel_all_load{"))
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = bytes.NewReader(body)
 	out, err := cmd.CombinedOutput()
