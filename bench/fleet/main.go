@@ -307,7 +307,7 @@ func load(args []string) error {
 	every := fs.Duration("every", 15*time.Second, "interval of each target")
 	dur := fs.Duration("for", 10*time.Minute, "duration")
 	timeout := fs.Float64("timeout", 10, "X-Prometheus-Scrape-Timeout-Seconds")
-	expect := fs.String("expect", "pcp_probe_success 1", "text of an answered probe")
+	expect := fs.String("expect", "\npcp_probe_success 1\n", "text of an answered probe (a whole line: the HELP text of pcp_probe_success has \"pcp_probe_success 1\" in it)")
 	fs.Parse(args)
 	as, err := addrs(*first, *port, *n)
 	if err != nil {

@@ -110,7 +110,7 @@ for n in $((N / 10)) "$N"; do
 	pp=
 	if [[ $n == "$N" && $PMPROXY_N -gt 0 ]]; then
 		p0=$(cpu "$pmproxy")
-		"$w/fleet" load -url "http://127.0.0.1:$PMPROXY_PORT/metrics?hostspec=" -expect hinv_ncpu -n "$PMPROXY_N" -addr "$SIM_ADDR" -port "$SIM_PORT" -every "$EVERY" -for "$d" >"$w/pmproxy.out" &
+		"$w/fleet" load -url "http://127.0.0.1:$PMPROXY_PORT/metrics?hostspec=" -expect $'\nhinv_ncpu' -n "$PMPROXY_N" -addr "$SIM_ADDR" -port "$SIM_PORT" -every "$EVERY" -for "$d" >"$w/pmproxy.out" &
 		pp=$!
 	fi
 	"$w/fleet" load -url "http://127.0.0.1:$PORT/probe?target=" -n "$n" -addr "$SIM_ADDR" -port "$SIM_PORT" -every "$EVERY" -for "$d" | sed "s/^/$n targets: /"

@@ -71,7 +71,7 @@ func main() {
 				for t := range ch {
 					rec := httptest.NewRecorder()
 					h.ServeHTTP(rec, httptest.NewRequest("GET", "/probe?target="+t, nil))
-					if !strings.Contains(rec.Body.String(), "pcp_probe_success 1") {
+					if !strings.Contains(rec.Body.String(), "\npcp_probe_success 1\n") {
 						mu.Lock()
 						fails++
 						mu.Unlock()
