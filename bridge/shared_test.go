@@ -3,10 +3,12 @@ package bridge
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
 )
@@ -68,3 +70,61 @@ type fixedMetrics struct {
 }
 
 func (f fixedMetrics) Metrics() []source.Metric { return f.ms }
+
+// contextApart is fixedMetrics whose context labels are kept apart
+// (source.ContextApart), as a /probe target's pmcd source keeps them.
+type contextApart struct {
+	fixedMetrics
+	ctx semantics.LabelSet
+}
+
+func (c contextApart) ContextLabels() (semantics.LabelSet, bool) { return c.ctx, true }
+
+// TestContextApartGoesToTargetInfo: sources whose context labels are kept
+// apart share the mapping and still each have their own target_info, as
+// when the labels were the metrics' (the default naming: lean labels).
+func TestContextApartGoesToTargetInfo(t *testing.T) {
+	f, err := mmv.OpenFile(filepath.Join(corpus, "mmv", "files", "corpusv2"), mmv.Options{PIDCheck: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := mapper(t, mapping.NamingDefault)
+	ms := f.Metrics()
+	ctx := func(host string) semantics.LabelSet {
+		return semantics.LabelSet{{Name: "hostname", Value: `"` + host + `"`, Flags: semantics.LabelContext}, {Name: "machineid", Value: `"` + host + `-id"`, Flags: semantics.LabelContext}}
+	}
+	// the same metrics with the context merged into each one's labels
+	merged := func(host string) []source.Metric {
+		out := make([]source.Metric, len(ms))
+		for i, x := range ms {
+			x.Labels = semantics.MergeLabels(ctx(host), x.Labels)
+			out[i] = x
+		}
+		return out
+	}
+	write := func(c *Collector) string {
+		var b bytes.Buffer
+		if err := c.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	shared := fixedMetrics{f, ms}
+	a1 := New(m, nil, Source{Name: "a", Src: contextApart{shared, ctx("h1")}})
+	a2 := New(m, nil, Source{Name: "a", Src: contextApart{shared, ctx("h2")}})
+	w1, w2 := write(a1), write(a2)
+	for _, host := range []string{"h1", "h2"} {
+		want := write(New(m, nil, Source{Name: "a", Src: fixedMetrics{f, merged(host)}}))
+		got := w1
+		if host == "h2" {
+			got = w2
+		}
+		if got != want || !strings.Contains(got, `hostname="`+host+`",machineid="`+host+`-id"} 1`) {
+			t.Errorf("%s: context apart:\n%s\nmerged:\n%s", host, got, want)
+		}
+	}
+	if unsafe.SliceData(a1.sources[0].families) != unsafe.SliceData(a2.sources[0].families) {
+		t.Error("sources differing only in their context labels kept apart: mapping not shared")
+	}
+}
