@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -317,6 +318,7 @@ func load(args []string) error {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var ok, failed, errs int
+	why := map[string]int{}
 	var wg sync.WaitGroup
 	end := time.Now().Add(*dur)
 	gap := *every / time.Duration(*n)
@@ -339,8 +341,12 @@ func load(args []string) error {
 				d := time.Since(start)
 				mu.Lock()
 				switch {
-				case err != nil || resp.StatusCode != 200:
+				case err != nil:
 					errs++
+					why["client: "+errKind(err)]++
+				case resp.StatusCode != 200:
+					errs++
+					why[fmt.Sprintf("HTTP %d: %.60s", resp.StatusCode, body)]++
 				case indexOf(string(body), *expect) >= 0:
 					ok++
 					lat = append(lat, d)
@@ -361,5 +367,21 @@ func load(args []string) error {
 	}
 	fmt.Printf("probes: %d succeeded, %d pcp_probe_success 0, %d HTTP errors; latency p50 %v p90 %v p99 %v max %v\n",
 		ok, failed, errs, pct(.5).Round(time.Microsecond), pct(.9).Round(time.Microsecond), pct(.99).Round(time.Microsecond), pct(1).Round(time.Microsecond))
+	for w, n := range why {
+		fmt.Printf("  %d %q\n", n, w)
+	}
 	return nil
+}
+
+// errKind names a client error briefly (a timeout, a refused connection).
+func errKind(err error) string {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timeout"
+	}
+	e := err.Error() // without the URL, which names the target
+	if i := strings.LastIndex(e, ": "); i >= 0 {
+		e = e[i+2:]
+	}
+	return e
 }
