@@ -21,6 +21,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/pcp-exporter/pcp-exporter/internal/selfmetric"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 )
 
@@ -177,7 +178,7 @@ func (c *OTLPConfig) Exporter(ctx context.Context) (sdkmetric.Exporter, error) {
 // that stops the pushes and the producers (one per source), which a
 // reload reconfigures.
 func (c *OTLPConfig) StartPush(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, srcs []Source, mapper *mapping.Mapper) (func(), []*OTelProducer, error) {
-	errCount := prometheus.NewCounter(prometheus.CounterOpts{Name: "pcp_exporter_otlp_export_errors_total", Help: "OTLP pushes that failed (after the exporter's retries)."})
+	errCount := selfmetric.OTLPExportErrors.NewCounter()
 	if reg != nil {
 		reg.MustRegister(errCount)
 	}
