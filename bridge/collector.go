@@ -45,10 +45,9 @@ type Collector struct {
 	once    sync.Once
 	// pmproxyFloats rounds FLOAT and DOUBLE values as pmproxy prints them.
 	pmproxyFloats bool
-	// reads counts the fast path's reads; scratch holds WriteText's
-	// exposition (reused).
-	reads   uint64
-	scratch []byte
+	// reads counts the fast path's reads.
+	reads uint64
+	block []byte // a label block being rendered (reused)
 	// clashes are the name clashes logged (source, metric, detail)
 	clashes map[string]struct{}
 	// shared: a family name is served by several sources (several hosts'
@@ -65,11 +64,14 @@ type Collector struct {
 
 type sourceState struct {
 	Source
-	ms       []source.Metric // the source's metrics at epoch
-	target   []mapping.LabelPair
-	domain   []string // target labels from domain labels (SourceTarget)
-	epoch    uint64   // the epoch of ms (source.MetricsEpochOf)
-	sig      uint64
+	ms     []source.Metric // the source's metrics at epoch
+	target []mapping.LabelPair
+	domain []string // target labels from domain labels (SourceTarget)
+	epoch  uint64   // the epoch of ms (source.MetricsEpochOf)
+	sig    uint64
+	// mapped is the shared mapping whose families, skipped and pmids
+	// these are (shared.go), nil when they are the source's own
+	mapped   *mapped
 	families []mapping.Family
 	skipped  []mapping.Skipped
 	pmids    []semantics.PMID
@@ -111,6 +113,20 @@ func New(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *Collec
 	c.metricErrDesc = selfmetric.MetricErrors.Desc()
 	c.metricErrTotalDesc = selfmetric.MetricErrorsTotal.Desc()
 	return c
+}
+
+// Release drops what the collector and its sources keep from one read to
+// the next for speed (the values read, the sources' buffers: see
+// source.Releaser), for a collector read seldom (a pooled /probe target
+// between its probes); the next read allocates them anew.
+func (c *Collector) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.sources {
+		s.res = source.Result{}
+		s.insts = nil
+		source.ReleaseOf(s.Src)
+	}
 }
 
 // Ready is closed once every source has been read successfully once.
@@ -240,9 +256,21 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 // remap maps every source's metrics again, in source order, so that name
 // clashes across sources resolve the same way every time.
 func (c *Collector) remap() {
+	if len(c.sources) == 1 {
+		// alone, the mapping depends only on the source: shared with
+		// other collectors of the same metrics (shared.go)
+		s := c.sources[0]
+		s.target, s.domain = c.mapper.SourceTarget(s.ms, s.context())
+		c.shared = false // no other source's families
+		e := mapShared(c.mapper, s.ms)
+		s.mapped, s.families, s.skipped, s.pmids = e, e.families, e.skipped, e.pmids
+		s.logClashes(c)
+		s.descs = make([]map[string]*prometheus.Desc, len(s.families))
+		return
+	}
 	targets := make([][]mapping.LabelPair, len(c.sources))
 	for i, s := range c.sources {
-		s.target, s.domain = c.mapper.SourceTarget(s.ms, s.Context)
+		s.target, s.domain = c.mapper.SourceTarget(s.ms, s.context())
 		targets[i] = s.target
 	}
 	ns := mapping.NewNamespace(targets...)
@@ -256,16 +284,23 @@ func (c *Collector) remap() {
 		for _, f := range s.families {
 			names[f.Name] = true
 		}
-		for _, sk := range s.skipped {
-			if sk.Reason == mapping.SkipNameClash {
-				c.logClash(s.Name, sk)
-			}
+		s.logClashes(c)
+		if s.mapped != nil {
+			s.mapped, s.pmids = nil, nil // not to write into the shared one's
 		}
 		s.pmids = s.pmids[:0]
-		s.descs = s.descs[:0]
 		for _, f := range s.families {
 			s.pmids = append(s.pmids, f.Desc.PMID)
-			s.descs = append(s.descs, map[string]*prometheus.Desc{})
+		}
+		s.descs = make([]map[string]*prometheus.Desc, len(s.families))
+	}
+}
+
+// logClashes logs the source's metrics skipped for a name clash (once).
+func (s *sourceState) logClashes(c *Collector) {
+	for _, sk := range s.skipped {
+		if sk.Reason == mapping.SkipNameClash {
+			c.logClash(s.Name, sk)
 		}
 	}
 }
@@ -288,11 +323,24 @@ func (c *Collector) logClash(src string, sk mapping.Skipped) {
 	c.logger.Warn("metric skipped: name clash (logged once)", "source", src, "metric", sk.PCPName, "detail", sk.Detail)
 }
 
+// context is the source's context labels kept apart from its metrics
+// (source.ContextApart), then its Context.
+func (s *sourceState) context() []mapping.LabelPair {
+	ls, ok := source.ContextLabelsOf(s.Src)
+	if !ok {
+		return s.Context
+	}
+	return append(mapping.ContextPairs(ls), s.Context...)
+}
+
 // loadMetrics reads the source's metrics and their epoch; true
 // when they differ from the last ones mapped.
 func (s *sourceState) loadMetrics() bool {
 	s.ms, s.epoch = source.MetricsEpochOf(s.Src)
 	sig := signature(s.ms)
+	if ls, ok := source.ContextLabelsOf(s.Src); ok {
+		sig = labelsSignature(sig, ls)
+	}
 	if sig == s.sig {
 		return false
 	}
@@ -317,11 +365,17 @@ func signature(ms []source.Metric) uint64 {
 		h = fnvUint32(h, m.Desc.Units.Word())
 		h = fnvString(h, m.OneLine)
 		h = fnvString(h, m.Help)
-		for _, l := range m.Labels {
-			h = fnvString(h, l.Name)
-			h = fnvString(h, l.Value)
-			h = fnvUint32(h, uint32(l.Flags))
-		}
+		h = labelsSignature(h, m.Labels)
+	}
+	return h
+}
+
+// labelsSignature hashes a label set into h.
+func labelsSignature(h uint64, ls semantics.LabelSet) uint64 {
+	for _, l := range ls {
+		h = fnvString(h, l.Name)
+		h = fnvString(h, l.Value)
+		h = fnvUint32(h, uint32(l.Flags))
 	}
 	return h
 }
@@ -440,6 +494,9 @@ func (c *Collector) sendConst(ch chan<- prometheus.Metric, s *sourceState, i int
 		vt = prometheus.UntypedValue
 	}
 	key := strings.Join(names, "\xff")
+	if s.descs[i] == nil {
+		s.descs[i] = map[string]*prometheus.Desc{}
+	}
 	d := s.descs[i][key]
 	if d == nil {
 		d = prometheus.V2.NewDesc(f.Name, f.Help, prometheus.UnconstrainedLabels(names), nil, prometheus.WithUnit(f.Unit))

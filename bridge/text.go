@@ -3,7 +3,9 @@ package bridge
 import (
 	"io"
 	"strings"
+	"sync"
 	"time"
+	"unique"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -27,9 +29,11 @@ type textCache struct {
 }
 
 type cachedSeries struct {
-	inst   int32
-	name   string
-	labels []byte
+	inst int32
+	name string
+	// labels is the series' label block, interned: the series of pooled
+	// /probe targets of one kind have the same blocks
+	labels unique.Handle[string]
 	start  *seriesStart // counters whose start is known
 }
 
@@ -84,9 +88,15 @@ func (c *Collector) Write(w io.Writer, f Format) error {
 		}
 		return b[:0]
 	}
-	c.scratch = write(c.appendLocked(c.scratch[:0], f, 64<<10, write))
+	bp := scratch.Get().(*[]byte)
+	*bp = write(c.appendLocked((*bp)[:0], f, 64<<10, write))
+	scratch.Put(bp)
 	return err
 }
+
+// scratch holds Write's expositions between scrapes: shared by collectors
+// (one per pooled /probe target) rather than one kept by each.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // AppendExposition appends the samples to b in format f. With flush, it
 // hands b to flush between families once it holds flushAt bytes, and goes
@@ -151,11 +161,13 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 		}
 		e := &ss[pos]
 		pos++
-		if e.inst != iv.Inst || e.name != name || e.labels == nil {
-			*e = cachedSeries{inst: iv.Inst, name: name, labels: AppendLabels(nil, f.Labels(inst), "")}
+		if e.inst != iv.Inst || e.name != name || e.labels == (unique.Handle[string]{}) {
+			c.block = AppendLabels(c.block[:0], f.Labels(inst), "")
+			*e = cachedSeries{inst: iv.Inst, name: name, labels: unique.Make(string(c.block))}
 		}
 		v := c.value(f, iv.Value)
-		b = append(b, e.labels...)
+		labels := e.labels.Value()
+		b = append(b, labels...)
 		b = AppendFloat(b, v, om)
 		b = append(b, '\n')
 		if !genT.IsZero() {
@@ -169,7 +181,9 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 			if ns := start.UnixNano(); ns != st.ns || st.n == 0 {
 				st.ns, st.n = ns, uint8(copy(st.v[:], AppendStart(st.v[:0], start)))
 			}
-			b = append(AppendCreated(b, f, e.labels, st.v[:st.n]), '\n')
+			// AppendCreated's, with the interned block
+			b = append(append(append(append(b, omName(f)...), "_created"...), labels...), st.v[:st.n]...)
+			b = append(b, '\n')
 		}
 	})
 	if merging {

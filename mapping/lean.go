@@ -257,3 +257,19 @@ func (d *Description) writeDefaultOff(w io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// UnreadSubtrees returns the PCP subtrees whose every metric is left
+// out of what this mapper exports (the lean default's, less those turned
+// on), so that a source selecting everything need not read them (a
+// /probe module without metrics). Nil when an include pattern or a
+// selection decides instead.
+func (m *Mapper) UnreadSubtrees() []string {
+	if len(m.cfg.Include) > 0 || m.selection != nil {
+		return nil
+	}
+	var with []string
+	for w := range m.with {
+		with = append(with, w)
+	}
+	return LeanSubtrees(with)
+}

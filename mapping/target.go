@@ -246,3 +246,12 @@ func (f *Family) leanLabels(inst *source.Instance, distinct bool) []LabelPair {
 // Target returns the target labels of the family's source (nil when the
 // family was mapped without them, or with full labels).
 func (f *Family) Target() []LabelPair { return f.target }
+
+// ContextPairs flattens a source's PCP context labels (source.ContextApart)
+// into the extra labels of TargetLabels.
+func ContextPairs(ls semantics.LabelSet) []LabelPair { return pcpPairs(ls, nil) }
+
+// ContextOnTargetOnly reports whether the context labels of a source go
+// only into its target labels (lean labels, no series_labels): then a
+// source may keep them apart from its metrics (source.ContextApart).
+func (m *Mapper) ContextOnTargetOnly() bool { return m.Lean() && len(m.series) == 0 }

@@ -182,6 +182,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ok = 0
 		buf.Reset()
 	}
+	// a target is probed every scrape interval: its values and reply
+	// buffers are not kept in between (most of a pooled target's memory)
+	e.col.Release()
 	if ok == 1 && e.src.Status(time.Now()).Reason != source.ReasonUp {
 		ok = 0
 	}
@@ -216,7 +219,14 @@ func (h *Handler) get(k key, sec *pmcd.Security, mod Module, timeout time.Durati
 		delete(h.pool, oldest)
 	}
 	sel, _ := pmcd.ParseSelection(mod.Metrics)
-	src, err := pmcd.New(k.target, pmcd.Options{Selection: sel, Timeout: timeout, Security: sec, Logger: h.log})
+	if len(sel.Include) == 0 {
+		// what the mapping leaves out is not read either (proc's
+		// metadata is most of a pmcd's), as serve's --pmcd does
+		sel.Exclude = append(sel.Exclude, h.mapper.UnreadSubtrees()...)
+	}
+	// pmcds differing only in their context labels (hostname, machineid)
+	// share their metadata when these go only into target_info
+	src, err := pmcd.New(k.target, pmcd.Options{Selection: sel, Timeout: timeout, Security: sec, Logger: h.log, ContextApart: h.mapper.ContextOnTargetOnly()})
 	if err != nil {
 		return nil, err
 	}

@@ -133,6 +133,39 @@ func LeftOutOf(src Source) (LeftOut, bool) {
 	return LeftOut{}, false
 }
 
+// Releaser is implemented by sources that keep buffers from one read to
+// the next so that a steady read allocates nothing (pmcd's replies, the
+// decoded values): Release drops them, for a source read seldom (a pooled
+// /probe target between its probes); the next read allocates them anew.
+type Releaser interface {
+	Release()
+}
+
+// ReleaseOf drops the buffers src keeps between reads (see Releaser).
+func ReleaseOf(src Source) {
+	if r, ok := capability[Releaser](src); ok {
+		r.Release()
+	}
+}
+
+// ContextApart is implemented by sources that can keep their context
+// labels (hostname, machineid: PCP's context level) out of their metrics'
+// merged labels, so that sources differing only in them (the pmcds of a
+// fleet) share one metric set: ContextLabels returns them, ok false when
+// they are in the metrics' labels as usual.
+type ContextApart interface {
+	ContextLabels() (ls semantics.LabelSet, ok bool)
+}
+
+// ContextLabelsOf returns src's context labels when kept apart from its
+// metrics' labels (see ContextApart).
+func ContextLabelsOf(src Source) (semantics.LabelSet, bool) {
+	if c, ok := capability[ContextApart](src); ok {
+		return c.ContextLabels()
+	}
+	return nil, false
+}
+
 // MetricErrorer is implemented by sources whose server can answer a metric
 // of a fetch with a PCP error instead of values (pmcd: a PMDA that cannot
 // read it now): the metric is skipped for that fetch and counted here.

@@ -4,10 +4,12 @@
 //	    runs CLIENT (pcp-exporter fetch, pminfo, ...) against a recording
 //	    proxy in front of the real pmcd; every request's answer is kept,
 //	    keyed by the request's bytes (its "from" field zeroed)
-//	fleet sim -f FILE -n N -addr 127.0.2.1 -port 45000
+//	fleet sim -f FILE -n N -addr 127.0.2.1 -port 45000 [-same]
 //	    serves the recorded answers as N pmcds, one per loopback address
 //	    from -addr on (same port): greeting, then the recorded answer of
-//	    each request (an unknown request: ERROR PM_ERR_IPC, counted)
+//	    each request (an unknown request: ERROR PM_ERR_IPC, counted); each
+//	    pmcd's context labels have a machineid of its own (-same: the
+//	    recorded one), as the hosts of a fleet do
 //	fleet load -url URL -n N -addr 127.0.2.1 -port 45000 -every 15s -for 10m
 //	    probes the N targets each every -every, spread evenly, and prints
 //	    the probes answered, failed, and latency percentiles
@@ -15,6 +17,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
@@ -27,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +82,11 @@ func readPDU(r io.Reader) ([]byte, error) {
 func key(req []byte) string {
 	k := slices.Clone(req)
 	binary.BigEndian.PutUint32(k[8:], 0)
+	// a fetch's context number: libpcp clients (pmproxy) number their
+	// contexts, and the answer does not depend on it
+	if t := binary.BigEndian.Uint32(k[4:]); (t == 0x7003 || t == 0x7014) && len(k) >= 16 {
+		binary.BigEndian.PutUint32(k[12:], 0)
+	}
 	return string(k)
 }
 
@@ -222,6 +231,7 @@ func sim(args []string) error {
 	n := fs.Int("n", 1000, "pmcds")
 	first := fs.String("addr", "127.0.2.1", "first address")
 	port := fs.Int("port", 45000, "port")
+	same := fs.Bool("same", false, "every pmcd with the recorded machineid (else each its own: the last 8 hex digits are its number)")
 	fs.Parse(args)
 	f, err := os.Open(*file)
 	if err != nil {
@@ -238,7 +248,8 @@ func sim(args []string) error {
 	}
 	var conns, misses atomic.Int64
 	ipcErr := []byte{0, 0, 0, 16, 0, 0, 0x70, 0, 0, 0, 0, 0, 0xff, 0xff, 0xcf, 0xb2} // PM_ERR_IPC
-	for _, a := range as {
+	marker := []byte(`"machineid":"`)
+	for i, a := range as {
 		ln, err := net.Listen("tcp", a)
 		if err != nil {
 			return err
@@ -262,6 +273,11 @@ func sim(args []string) error {
 						}
 						if answered(req) {
 							if ans, ok := rec.Answers[key(req)]; ok {
+								// the context labels: each pmcd a host of its own
+								if at := bytes.Index(ans, marker); at >= 0 && !*same && at+len(marker)+32 <= len(ans) {
+									ans = slices.Clone(ans)
+									copy(ans[at+len(marker)+24:], fmt.Sprintf("%08x", i))
+								}
 								w.Write(ans)
 							} else {
 								misses.Add(1)
@@ -292,6 +308,7 @@ func load(args []string) error {
 	every := fs.Duration("every", 15*time.Second, "interval of each target")
 	dur := fs.Duration("for", 10*time.Minute, "duration")
 	timeout := fs.Float64("timeout", 10, "X-Prometheus-Scrape-Timeout-Seconds")
+	expect := fs.String("expect", "\npcp_probe_success 1\n", "text of an answered probe (a whole line: the HELP text of pcp_probe_success has \"pcp_probe_success 1\" in it)")
 	fs.Parse(args)
 	as, err := addrs(*first, *port, *n)
 	if err != nil {
@@ -301,6 +318,7 @@ func load(args []string) error {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var ok, failed, errs int
+	why := map[string]int{}
 	var wg sync.WaitGroup
 	end := time.Now().Add(*dur)
 	gap := *every / time.Duration(*n)
@@ -323,9 +341,13 @@ func load(args []string) error {
 				d := time.Since(start)
 				mu.Lock()
 				switch {
-				case err != nil || resp.StatusCode != 200:
+				case err != nil:
 					errs++
-				case indexOf(string(body), "pcp_probe_success 1") >= 0:
+					why["client: "+errKind(err)]++
+				case resp.StatusCode != 200:
+					errs++
+					why[fmt.Sprintf("HTTP %d: %.60s", resp.StatusCode, body)]++
+				case indexOf(string(body), *expect) >= 0:
 					ok++
 					lat = append(lat, d)
 				default:
@@ -345,5 +367,21 @@ func load(args []string) error {
 	}
 	fmt.Printf("probes: %d succeeded, %d pcp_probe_success 0, %d HTTP errors; latency p50 %v p90 %v p99 %v max %v\n",
 		ok, failed, errs, pct(.5).Round(time.Microsecond), pct(.9).Round(time.Microsecond), pct(.99).Round(time.Microsecond), pct(1).Round(time.Microsecond))
+	for w, n := range why {
+		fmt.Printf("  %d %q\n", n, w)
+	}
 	return nil
+}
+
+// errKind names a client error briefly (a timeout, a refused connection).
+func errKind(err error) string {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timeout"
+	}
+	e := err.Error() // without the URL, which names the target
+	if i := strings.LastIndex(e, ": "); i >= 0 {
+		e = e[i+2:]
+	}
+	return e
 }

@@ -10,7 +10,12 @@
 # issue's run is N=1000 DURATION=10m.
 # MODULE_METRICS (default all) are the module's --pmcd.metrics patterns, as a
 # YAML list; SMALL_DURATION the N/10 run's duration (default DURATION).
-# usage: bench/fleet/run.sh   (env: N, EVERY, DURATION, SMALL_DURATION, MODULE_METRICS, PCPX, PORT)
+# Beside the N-target run, in the same run, pmproxy's /metrics?hostspec=
+# (which opens a context, handshake and metadata walk per request) is
+# probed for PMPROXY_N of the targets, as often: what it sustains.
+# usage: bench/fleet/run.sh   (env: N, EVERY, DURATION, SMALL_DURATION, MODULE_METRICS, PCPX,
+# PORT the exporter's, PMCD_PORT the recorded pmcd's, SIM_ADDR and SIM_PORT the simulator's,
+# PMPROXY_PORT pmproxy's, PMPROXY_N its targets)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 N=${N:-200}
@@ -19,6 +24,11 @@ DURATION=${DURATION:-1m}
 SMALL_DURATION=${SMALL_DURATION:-$DURATION}
 MODULE_METRICS=${MODULE_METRICS:-[]}
 PORT=${PORT:-19331}
+PMCD_PORT=${PMCD_PORT:-44411}
+SIM_ADDR=${SIM_ADDR:-127.0.2.1}
+SIM_PORT=${SIM_PORT:-45000}
+PMPROXY_PORT=${PMPROXY_PORT:-44412}
+PMPROXY_N=${PMPROXY_N:-10}
 w=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$w"; }
@@ -37,7 +47,7 @@ jbd2	122	dso	jbd2_init	/var/lib/pcp/pmdas/jbd2/pmda_jbd2.so
 disallow ".*" : store;
 allow ".*" : fetch;
 CONF
-PCP_RUN_DIR=$w/pmcd "$pmcd" -f -A -i 127.0.0.1 -p 44411 -s "$w/pmcd/pmcd.socket" -c "$w/pmcd/pmcd.conf" -l "$w/pmcd/pmcd.log" -x "$w/pmcd/err" >/dev/null 2>&1 &
+PCP_RUN_DIR=$w/pmcd "$pmcd" -f -A -i 127.0.0.1 -p "$PMCD_PORT" -s "$w/pmcd/pmcd.socket" -c "$w/pmcd/pmcd.conf" -l "$w/pmcd/pmcd.log" -x "$w/pmcd/err" >/dev/null 2>&1 &
 pids+=($!)
 cat > "$w/pmcd.yml" <<CONF
 modules:
@@ -56,11 +66,32 @@ serve() {
 	echo "exporter not up" >&2
 	exit 1
 }
+mkdir -p "$w/pmproxy"
+cat > "$w/pmproxy/pmproxy.conf" <<CONF
+[pmproxy]
+pcp.enabled = true
+http.enabled = true
+resp.enabled = false
+secure.enabled = false
+[keys]
+enabled = false
+[pmseries]
+enabled = false
+[discover]
+enabled = false
+[pmsearch]
+enabled = false
+CONF
+PCP_RUN_DIR=$w/pmproxy PCP_TMP_DIR=$w/pmproxy "${pmcd%/pmcd}/pmproxy" -f -p "$PMPROXY_PORT" -i 127.0.0.1 -c "$w/pmproxy/pmproxy.conf" -l "$w/pmproxy/pmproxy.log" -s "$w/pmproxy/pmproxy.socket" >/dev/null 2>&1 &
+pmproxy=$!
+pids+=("$pmproxy")
 sleep 2
 serve
-"$w/fleet" record -pmcd 127.0.0.1:44411 -o "$w/rec" -- sh -c "for i in 1 2 3; do curl -sf -o /dev/null 'http://127.0.0.1:$PORT/probe?target=PROXY'; sleep 1; done"
+"$w/fleet" record -pmcd "127.0.0.1:$PMCD_PORT" -o "$w/rec" -- sh -c "for i in 1 2 3; do curl -sf -o /dev/null 'http://127.0.0.1:$PORT/probe?target=PROXY'; sleep 1; done"
 kill "$exp"
-"$w/fleet" sim -f "$w/rec" -n "$N" >"$w/sim.log" 2>&1 &
+# pmproxy's requests too (a fetch's context number is not part of the key)
+"$w/fleet" record -pmcd "127.0.0.1:$PMCD_PORT" -o "$w/rec" -- sh -c "for i in 1 2 3; do curl -sf -o /dev/null 'http://127.0.0.1:$PMPROXY_PORT/metrics?hostspec=PROXY'; sleep 1; done"
+"$w/fleet" sim -f "$w/rec" -n "$N" -addr "$SIM_ADDR" -port "$SIM_PORT" >"$w/sim.log" 2>&1 &
 sim=$!
 pids+=("$sim")
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
@@ -76,7 +107,19 @@ for n in $((N / 10)) "$N"; do
 	t0=$(date +%s.%N)
 	d=$DURATION
 	[[ $n == "$N" ]] || d=$SMALL_DURATION
-	"$w/fleet" load -url "http://127.0.0.1:$PORT/probe?target=" -n "$n" -every "$EVERY" -for "$d" | sed "s/^/$n targets: /"
+	pp=
+	if [[ $n == "$N" && $PMPROXY_N -gt 0 ]]; then
+		p0=$(cpu "$pmproxy")
+		"$w/fleet" load -url "http://127.0.0.1:$PMPROXY_PORT/metrics?hostspec=" -expect $'\nhinv_ncpu' -n "$PMPROXY_N" -addr "$SIM_ADDR" -port "$SIM_PORT" -every "$EVERY" -for "$d" >"$w/pmproxy.out" &
+		pp=$!
+	fi
+	"$w/fleet" load -url "http://127.0.0.1:$PORT/probe?target=" -n "$n" -addr "$SIM_ADDR" -port "$SIM_PORT" -every "$EVERY" -for "$d" | sed "s/^/$n targets: /"
+	if [[ -n $pp ]]; then
+		wait "$pp"
+		p1=$(cpu "$pmproxy")
+		sed "s/^/pmproxy ?hostspec=, $PMPROXY_N targets: /" "$w/pmproxy.out"
+		echo "pmproxy ?hostspec=, $PMPROXY_N targets: RSS $(($(rss "$pmproxy") / 1024)) MiB, CPU $(echo "($p1 - $p0) / $hz / ($(date +%s.%N) - $t0)" | bc -l | cut -c1-5) cores"
+	fi
 	t1=$(date +%s.%N)
 	c1=$(cpu "$exp")
 	s1=$(cpu "$sim")

@@ -111,6 +111,10 @@ type conn struct {
 	flags int32
 	// limit bounds the instances and label sets decoded per PDU (0: none).
 	limit int
+	// fetchTimeout bounds a fetch made while reading the metadata
+	// (primeAgents) as a scrape's fetch is bounded (0: the metadata's
+	// deadline only)
+	fetchTimeout time.Duration
 	// dropped says a reply buffer too big to keep was dropped (release).
 	dropped bool
 	sec     *Security
@@ -141,7 +145,7 @@ func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	cn := &conn{c: c, r: bufio.NewReaderSize(c, 64<<10), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1), sec: ep.sec}
+	cn := &conn{c: c, r: bufio.NewReaderSize(c, 16<<10), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1), sec: ep.sec}
 	if err := cn.handshake(timeout); err != nil {
 		c.Close()
 		return nil, err

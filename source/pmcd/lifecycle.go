@@ -63,7 +63,7 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, w
 	defer close(done)
 	c, err := dial(s.ep, wait, s.opts.MaxPDU)
 	if err == nil {
-		c.limit = s.opts.SeriesLimit
+		c.limit, c.fetchTimeout = s.opts.SeriesLimit, s.opts.Timeout
 	}
 	var md *metadata
 	var kind loadKind
@@ -77,6 +77,15 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, w
 		release(&c.dropped)
 		if err != nil {
 			c.close()
+		} else {
+			// the buffers of the pipelined metadata requests and their
+			// replies: a fetch's are a few KiB
+			if cap(c.w.b) > 16<<10 {
+				c.w.b = nil
+			}
+			if cap(c.rbuf) > 16<<10 {
+				c.rbuf = nil
+			}
 		}
 	}
 	s.mu.Lock()

@@ -250,10 +250,15 @@ func (s *Source) assemble(md *metadata, oneline, help map[semantics.PMID]string,
 			if d.InDom != semantics.InDomNull {
 				in = lab(labelInDom, uint32(d.InDom))
 			}
-			ls = semantics.MergeLabels(md.context, lab(labelDomain, d.PMID.Domain()), in,
+			ctx := md.context
+			if s.opts.ContextApart {
+				ctx = nil // ContextLabels has them
+			}
+			ls = semantics.MergeLabels(ctx, lab(labelDomain, d.PMID.Domain()), in,
 				lab(labelCluster, uint32(semantics.NewPMID(d.PMID.Domain(), d.PMID.Cluster(), 0))), lab(labelItem, uint32(d.PMID)))
 			merged[d.PMID] = ls
 		}
 		md.metrics = append(md.metrics, source.Metric{Name: n, Desc: *d, OneLine: oneline[d.PMID], Help: help[d.PMID], Labels: ls})
 	}
+	share(md)
 }

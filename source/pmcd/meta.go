@@ -18,6 +18,9 @@ type metadata struct {
 	descs   map[semantics.PMID]*semantics.Desc
 	indoms  map[semantics.InDom]*indom
 	context semantics.LabelSet
+	// shared holds the skeleton whose names, ids, metrics and descs
+	// these are (shared.go): they are never modified.
+	shared *skeleton
 	// unresolved counts selected names pmcd gave no PMID or descriptor for.
 	unresolved int
 	// malformed counts the labels left out as malformed, by the label

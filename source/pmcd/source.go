@@ -41,6 +41,10 @@ type Options struct {
 	// Security is the TLS and SASL authentication to use (secure.go; nil:
 	// neither).
 	Security *Security
+	// ContextApart keeps pmcd's context labels out of the metrics' merged
+	// labels (source.ContextApart: ContextLabels has them), so that pmcds
+	// differing only in them share their metadata (shared.go).
+	ContextApart bool
 }
 
 // DefaultSeriesLimit is the default Options.SeriesLimit: about twice the
@@ -275,6 +279,34 @@ func (s *Source) Instances(id semantics.InDom) []source.Instance {
 		return in.insts
 	}
 	return nil
+}
+
+// Release drops the reply buffers and decoded values kept for the next
+// fetch (source.Releaser): the values a Result got from the last Fetch are
+// not to be read after it.
+func (s *Source) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bufs = nil
+	s.rd.vals, s.rd.starts = nil, nil
+	s.nextInst, s.nextStart = nil, nil
+	if s.c != nil {
+		s.c.rbuf, s.c.w.b = nil, nil
+	}
+}
+
+// ContextLabels returns pmcd's context labels when Options.ContextApart
+// keeps them out of the metrics' labels (source.ContextApart).
+func (s *Source) ContextLabels() (semantics.LabelSet, bool) {
+	if !s.opts.ContextApart {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.md == nil {
+		return nil, true
+	}
+	return s.md.context, true
 }
 
 // Epoch numbers the metadata read: it grows at every (re)read.
@@ -635,11 +667,13 @@ func (s *Source) Close() error {
 }
 
 var (
-	_ source.Source      = (*Source)(nil)
-	_ source.Monitored   = (*Source)(nil)
-	_ source.Generations = (*Source)(nil)
-	_ source.Epoched     = (*Source)(nil)
-	_ source.Limited     = (*Source)(nil)
+	_ source.Source       = (*Source)(nil)
+	_ source.Monitored    = (*Source)(nil)
+	_ source.Generations  = (*Source)(nil)
+	_ source.Epoched      = (*Source)(nil)
+	_ source.Limited      = (*Source)(nil)
+	_ source.ContextApart = (*Source)(nil)
+	_ source.Releaser     = (*Source)(nil)
 )
 
 // Ping reports whether pmcd answers the handshake now (without reading its
