@@ -50,6 +50,9 @@ type Collector struct {
 	scratch []byte
 	// clashes are the name clashes logged (source, metric, detail)
 	clashes map[string]struct{}
+	// otel maps the sources for the OpenTelemetry outputs too (OTel), at
+	// every remap
+	otel bool
 
 	upDesc, lagDesc, servedDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 	// what sources leave out (source.Limited)
@@ -66,9 +69,14 @@ type sourceState struct {
 	skipped  []mapping.Skipped
 	pmids    []semantics.PMID
 	descs    []map[string]*prometheus.Desc
-	res      source.Result
-	errors   float64
-	status   source.Status // after the last read; Reason "error" when it failed
+	// otel are the families of the OpenTelemetry outputs (mapped by the
+	// mapper's OTel form when the collector has an OTelProducer), with
+	// their PMIDs
+	otel      []mapping.Family
+	otelPMIDs []semantics.PMID
+	res       source.Result
+	errors    float64
+	status    source.Status // after the last read; Reason "error" when it failed
 	// served is the time of the values the last read served (res.Time),
 	// zero when it served none
 	served   time.Time
@@ -114,7 +122,7 @@ func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.read(nil, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	c.read(nil, false, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		c.sendConst(ch, s, i, f, iv, inst)
 	})
 	c.sendTargets(ch, nil)
@@ -126,8 +134,11 @@ type valueVisitor func(s *sourceState, i int, f *mapping.Family, iv source.InstV
 
 // read fetches every source once (remapping those whose metrics changed)
 // and hands every value of the families sel selects (all when nil) to
-// visit; it records the self-metrics state.
-func (c *Collector) read(sel *Selection, visit valueVisitor) {
+// visit: the Prometheus families, or with otel the OpenTelemetry ones; it
+// records the self-metrics state. Every output reads through it: the
+// sources are opened once, and one reading gives the metric set, the
+// values and the instances.
+func (c *Collector) read(sel *Selection, otel bool, visit valueVisitor) {
 	now := c.now()
 	allOK := true
 	remap := false
@@ -141,7 +152,7 @@ func (c *Collector) read(sel *Selection, visit valueVisitor) {
 	}
 	for _, s := range c.sources {
 		start := time.Now()
-		err := c.readSource(s, now, sel, visit)
+		err := c.readSource(s, now, sel, otel, visit)
 		s.duration = time.Since(start).Seconds()
 		s.status = source.StatusOf(s.Src, now)
 		if err != nil {
@@ -238,6 +249,28 @@ func (c *Collector) remap() {
 			s.descs = append(s.descs, map[string]*prometheus.Desc{})
 		}
 	}
+	if !c.otel {
+		return
+	}
+	// the OpenTelemetry form: its own names, so its own namespace
+	om := c.mapper.OTel()
+	ns = mapping.NewNamespace(targets...)
+	for _, s := range c.sources {
+		s.otel, _ = om.MapSource(s.ms, s.target, ns)
+		s.otelPMIDs = s.otelPMIDs[:0]
+		for _, f := range s.otel {
+			s.otelPMIDs = append(s.otelPMIDs, f.Desc.PMID)
+		}
+	}
+}
+
+// view returns the families read (Prometheus's, or with otel
+// OpenTelemetry's) and their PMIDs.
+func (s *sourceState) view(otel bool) ([]mapping.Family, []semantics.PMID) {
+	if otel {
+		return s.otel, s.otelPMIDs
+	}
+	return s.families, s.pmids
 }
 
 // maxClashesLogged bounds the name clashes remembered as logged.
@@ -318,7 +351,7 @@ func fnvUint32(h uint64, v uint32) uint64 {
 	return h
 }
 
-func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, visit valueVisitor) error {
+func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, otel bool, visit valueVisitor) error {
 	s.served = time.Time{}
 	t := now
 	if s.When != nil {
@@ -332,19 +365,20 @@ func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, vi
 	// file's metric): read again, remapped, until the metrics, the values
 	// and the instances all come from one metric set.
 	for attempt := 0; ; attempt++ {
-		if len(s.pmids) == 0 && s.epoch == source.EpochOf(s.Src) {
+		fams, pmids := s.view(otel)
+		if len(pmids) == 0 && s.epoch == source.EpochOf(s.Src) {
 			return nil
 		}
-		if len(s.pmids) > 0 {
-			if err := s.Src.Fetch(t, s.pmids, &s.res); err != nil {
+		if len(pmids) > 0 {
+			if err := s.Src.Fetch(t, pmids, &s.res); err != nil {
 				return fmt.Errorf("%s: %w", s.Name, err)
 			}
 			s.served = s.res.Time
 		}
 		s.insts, s.at = nil, t
-		for i := range s.families {
-			if i < len(s.res.Sets) && s.res.Sets[i].Err == nil && len(s.res.Sets[i].Values) > 0 && s.families[i].Desc.InDom != semantics.InDomNull {
-				s.instance(s.families[i].Desc.InDom, s.res.Sets[i].Values[0].Inst)
+		for i := range fams {
+			if i < len(s.res.Sets) && s.res.Sets[i].Err == nil && len(s.res.Sets[i].Values) > 0 && fams[i].Desc.InDom != semantics.InDomNull {
+				s.instance(fams[i].Desc.InDom, s.res.Sets[i].Values[0].Inst)
 			}
 		}
 		if source.EpochOf(s.Src) == s.epoch {
@@ -357,11 +391,12 @@ func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, vi
 			c.remap()
 		}
 	}
-	for i := range s.families {
+	fams, _ := s.view(otel)
+	for i := range fams {
 		if i >= len(s.res.Sets) {
 			break
 		}
-		f := &s.families[i]
+		f := &fams[i]
 		set := &s.res.Sets[i]
 		if set.Err != nil || !sel.Family(f) {
 			continue

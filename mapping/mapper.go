@@ -94,7 +94,10 @@ const InfoValueLabel = "value"
 // Family is the Prometheus form of one PCP metric.
 type Family struct {
 	PCPName string
-	Desc    semantics.Desc
+	// OTelName is the OpenTelemetry instrument's name: PCP's dotted name,
+	// or the rename of the configuration.
+	OTelName string
+	Desc     semantics.Desc
 	// Name is the name of the samples and of the family in text format
 	// 0.0.4: "disk_dev_read_bytes_total", "kernel_uname_release_info".
 	Name string
@@ -271,6 +274,7 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 		return Family{}, SkipUnsupported
 	}
 	f := Family{PCPName: md.Name, Desc: d, naming: m.naming, m: m, Scale: 1, mul: 1, div: 1}
+	f.OTelName, _ = m.baseName(md.Name)
 	if m.naming == NamingNode {
 		if nf := nodeFamilyOf(md); nf != nil {
 			return nf.family(f, md), ""
