@@ -38,6 +38,9 @@ func ParseNaming(s string) (Naming, error) {
 	return 0, fmt.Errorf("unknown naming %q (want default, pmproxy or node)", s)
 }
 
+// Namings returns every naming, in the order of ParseNaming's.
+func Namings() []Naming { return []Naming{NamingDefault, NamingPmproxy, NamingNode} }
+
 // String returns the naming's flag value ("default", "pmproxy" or "node").
 func (n Naming) String() string {
 	switch n {
