@@ -5,19 +5,27 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
+	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
+	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
 // oneReadingMapping renames a Kbyte metric (mem.util.used) and a subtree
@@ -209,6 +217,155 @@ func TestOTLPPushBackfillAndScrapeAgree(t *testing.T) {
 				if _, ok := scraped[pcp]; !ok && naming != mapping.NamingPmproxy {
 					t.Errorf("%s pushed, not scraped", pcp)
 				}
+			}
+		})
+	}
+}
+
+// countingProxy forwards TCP connections to target and counts them.
+func countingProxy(t *testing.T, target string) (addr string, accepted *atomic.Int64) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	accepted = &atomic.Int64{}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go io.Copy(u, c)
+				io.Copy(c, u)
+			}()
+		}
+	}()
+	return l.Addr().String(), accepted
+}
+
+// mappings counts a process's mappings of files under dir
+// (/proc/PID/maps): an MMV file read is mapped.
+func mappings(t *testing.T, pid int, dir string) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, " "+dir+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestServePushOpensEachSourceOnce runs serve over a pmcd (the local one,
+// through a proxy that counts connections) and an MMV directory, then over
+// an archive replay, each without and with an OTLP push to a real
+// Collector (every 500 ms): with the push, the exporter makes the same
+// pmcd connections (one), opens the same replays (one) and holds the same
+// MMV mappings (one) as without, and the Collector gets every source's metrics. The
+// code before the shared reading opened every source a second time for the
+// push.
+func TestServePushOpensEachSourceOnce(t *testing.T) {
+	localPMCD(t, "127.0.0.1").Close() // skips without a pmcd on port 44321
+	grpcAddr, _, out := otelcol(t)
+	proxy, accepted := countingProxy(t, "127.0.0.1:44321")
+	mmvDir := t.TempDir()
+	w, err := mmvwrite.New(filepath.Join(mmvDir, "app"), mmvwrite.Config{
+		Metrics: []mmvwrite.MetricDef{{Name: "requests", Item: 1, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.MustHandle("requests", "").SetUint64(42)
+	archDir, err := filepath.Abs(filepath.Join(corpus, "archives", "live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	type counts struct{ conns, replays, maps int }
+	run := func(t *testing.T, args []string, dir string, push bool, want ...string) counts {
+		before := accepted.Load()
+		addr := e2e.FreeAddr(t)
+		args = append([]string{"serve", "--web.listen-address=" + addr}, args...)
+		if push {
+			args = append(args, "--otlp.endpoint="+grpcAddr, "--otlp.insecure", "--otlp.interval=500ms")
+		}
+		log, proc := startExporterProc(t, client, "http://"+addr, args...)
+		for i := 0; i < 3; i++ {
+			resp, err := client.Get("http://" + addr + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, m := range want {
+				if !strings.Contains(string(b), strings.ReplaceAll(m, ".", "_")) {
+					t.Fatalf("scrape %d lacks %s:\n%s\n%s", i, m, b, log)
+				}
+			}
+		}
+		if push {
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				names := map[string]bool{}
+				for _, p := range readOTLPFile(t, out) {
+					names[p.metric] = true
+				}
+				missing := ""
+				for _, m := range want {
+					if !names[m] {
+						missing = m
+					}
+				}
+				if missing == "" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s not pushed:\n%s", missing, log)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			time.Sleep(time.Second) // two pushes more
+		}
+		// an archive replay's files are open while its reader is (one
+		// more while it reads the runs' ends ahead): its opens are
+		// counted by serve's one line per replay opened
+		maps := mappings(t, proc.Pid, dir)
+		return counts{int(accepted.Load() - before), strings.Count(log.String(), "replaying archives in real time"), maps}
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		dir  string
+		want []string
+	}{
+		{"pmcd and MMV", []string{"--pmcd=" + proxy, "--pmcd.metrics=kernel.all.load", "--mmv.dir=" + mmvDir}, mmvDir, []string{"kernel.all.load", "mmv.app.requests"}},
+		{"archive", []string{"--archive=" + filepath.Join(archDir, "live"), "--replay.start=+30s"}, archDir, []string{"kernel.all.load"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			alone := run(t, c.args, c.dir, false, c.want...)
+			pushed := run(t, c.args, c.dir, true, c.want...)
+			t.Logf("without push %+v, with push %+v", alone, pushed)
+			if pushed != alone {
+				t.Errorf("with an OTLP push: %+v (pmcd connections, replays opened, MMV mappings); without: %+v", pushed, alone)
+			}
+			if c.dir == mmvDir && (pushed.conns != 1 || pushed.maps == 0) {
+				t.Errorf("%d pmcd connections (want 1), %d MMV mappings", pushed.conns, pushed.maps)
+			}
+			if c.dir == archDir && pushed.replays != 1 {
+				t.Errorf("%d replays opened, want 1", pushed.replays)
 			}
 		})
 	}
