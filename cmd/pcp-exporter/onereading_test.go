@@ -273,9 +273,10 @@ func mappings(t *testing.T, pid int, dir string) int {
 // an archive replay, each without and with an OTLP push to a real
 // Collector (every 500 ms): with the push, the exporter makes the same
 // pmcd connections (one), opens the same replays (one) and holds the same
-// MMV mappings (one) as without, and the Collector gets every source's metrics. The
-// code before the shared reading opened every source a second time for the
-// push.
+// MMV mappings (one) as without, and the Collector gets every source's
+// metrics, pmcd's and the MMV directory's under one resource (one host).
+// The code before the shared reading opened every source a second time for
+// the push, and pushed each source as a resource of its own.
 func TestServePushOpensEachSourceOnce(t *testing.T) {
 	localPMCD(t, "127.0.0.1").Close() // skips without a pmcd on port 44321
 	grpcAddr, _, out := otelcol(t)
@@ -330,6 +331,19 @@ func TestServePushOpensEachSourceOnce(t *testing.T) {
 					}
 				}
 				if missing == "" {
+					// one host: one resource (one target_info through an
+					// OTLP-to-Prometheus path), as the scrape's target_info
+					res := map[string]bool{}
+					for _, p := range readOTLPFile(t, out) {
+						for _, m := range want {
+							if p.metric == m {
+								res[fmt.Sprint(p.resource)] = true
+							}
+						}
+					}
+					if len(res) != 1 {
+						t.Errorf("%v pushed under %d resources, want 1: %v", want, len(res), res)
+					}
 					break
 				}
 				if time.Now().After(deadline) {
