@@ -122,7 +122,7 @@ func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.read(nil, false, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	c.read(c.now(), nil, false, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		c.sendConst(ch, s, i, f, iv, inst)
 	})
 	c.sendTargets(ch, nil)
@@ -132,14 +132,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // valueVisitor receives one value of family i of source s.
 type valueVisitor func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance)
 
-// read fetches every source once (remapping those whose metrics changed)
+// read fetches every source once at now (remapping those whose metrics changed)
 // and hands every value of the families sel selects (all when nil) to
 // visit: the Prometheus families, or with otel the OpenTelemetry ones; it
 // records the self-metrics state. Every output reads through it: the
 // sources are opened once, and one reading gives the metric set, the
 // values and the instances.
-func (c *Collector) read(sel *Selection, otel bool, visit valueVisitor) {
-	now := c.now()
+func (c *Collector) read(now time.Time, sel *Selection, otel bool, visit valueVisitor) {
 	allOK := true
 	remap := false
 	for _, s := range c.sources {

@@ -194,9 +194,6 @@ func (p *OTelProducer) Read(now time.Time) ([]metricdata.ResourceMetrics, []int,
 	c := p.col
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	saved := c.now
-	c.now = func() time.Time { return now }
-	defer func() { c.now = saved }()
 	type point struct {
 		s     *sourceState
 		f     *mapping.Family
@@ -206,7 +203,7 @@ func (p *OTelProducer) Read(now time.Time) ([]metricdata.ResourceMetrics, []int,
 	}
 	var pts []point
 	seenNow := map[string]bool{}
-	c.read(nil, true, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	c.read(now, nil, true, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		attrs := OTelAttributes(f, inst, iv)
 		if f.Type == mapping.Info {
 			pts = append(pts, point{s, f, attrs, time.Time{}, 1})
