@@ -251,12 +251,20 @@ func (c *Collector) remap() {
 	if !c.otel {
 		return
 	}
-	// the OpenTelemetry form: its own names, so its own namespace
+	// the OpenTelemetry form: the same families when the naming is
+	// OpenTelemetry's too (one fetch request for both), else its own
+	// names, so its own namespace
 	om := c.mapper.OTel()
+	if om == c.mapper {
+		for _, s := range c.sources {
+			s.otel, s.otelPMIDs = s.families, s.pmids
+		}
+		return
+	}
 	ns = mapping.NewNamespace(targets...)
 	for _, s := range c.sources {
 		s.otel, _ = om.MapSource(s.ms, s.target, ns)
-		s.otelPMIDs = s.otelPMIDs[:0]
+		s.otelPMIDs = nil
 		for _, f := range s.otel {
 			s.otelPMIDs = append(s.otelPMIDs, f.Desc.PMID)
 		}
