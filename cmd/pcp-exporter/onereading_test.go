@@ -279,7 +279,6 @@ func mappings(t *testing.T, pid int, dir string) int {
 // the push, and pushed each source as a resource of its own.
 func TestServePushOpensEachSourceOnce(t *testing.T) {
 	localPMCD(t, "127.0.0.1").Close() // skips without a pmcd on port 44321
-	grpcAddr, _, out := otelcol(t)
 	proxy, accepted := countingProxy(t, "127.0.0.1:44321")
 	mmvDir := t.TempDir()
 	w, err := mmvwrite.New(filepath.Join(mmvDir, "app"), mmvwrite.Config{
@@ -296,7 +295,7 @@ func TestServePushOpensEachSourceOnce(t *testing.T) {
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	type counts struct{ conns, replays, maps int }
-	run := func(t *testing.T, args []string, dir string, push bool, want ...string) counts {
+	run := func(t *testing.T, grpcAddr, out string, args []string, dir string, push bool, want ...string) counts {
 		before := accepted.Load()
 		addr := e2e.FreeAddr(t)
 		args = append([]string{"serve", "--web.listen-address=" + addr}, args...)
@@ -369,8 +368,9 @@ func TestServePushOpensEachSourceOnce(t *testing.T) {
 		{"archive", []string{"--archive=" + filepath.Join(archDir, "live"), "--replay.start=+30s"}, archDir, []string{"kernel.all.load"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			alone := run(t, c.args, c.dir, false, c.want...)
-			pushed := run(t, c.args, c.dir, true, c.want...)
+			grpcAddr, _, out := otelcol(t) // a Collector of its own: the resources of this case only
+			alone := run(t, grpcAddr, out, c.args, c.dir, false, c.want...)
+			pushed := run(t, grpcAddr, out, c.args, c.dir, true, c.want...)
 			t.Logf("without push %+v, with push %+v", alone, pushed)
 			if pushed != alone {
 				t.Errorf("with an OTLP push: %+v (pmcd connections, replays opened, MMV mappings); without: %+v", pushed, alone)
