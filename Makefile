@@ -4,10 +4,15 @@
 #                    sweeps run a representative part unless PCPX_LONG_TESTS=1
 #   make test-long   the test suite with every long sweep (PCPX_LONG_TESTS=1)
 #   make race        the test suite with the race detector
-#                    (GOTESTFLAGS adds go test flags to these three, e.g. -count=1)
+#                    (GOTESTFLAGS adds go test flags to these three, e.g. -count=1;
+#                    TESTPARALLEL: parallel tests per package and TESTP: packages
+#                    at once, 4 each by default (go test's default is the number of
+#                    CPUs) since the end-to-end runs wait on their peers, not on
+#                    the CPU)
 #   make build       every package and the static binary ./pcp-exporter
 #                    (CGO_ENABLED=0, version stamped)
 #   make lint        go vet + gofmt -l (fails on any unformatted file) + shellcheck
+#                    + no conflict markers
 #   make fuzz        every Fuzz target for FUZZTIME (default 5s) each
 #   make bench       every side-by-side comparison with the PCP peers + Go benchmarks -> docs/performance.md
 #   make bench-compare BASE=REV  the user workloads by REV's build and this tree's,
@@ -35,6 +40,8 @@ GOTESTFLAGS ?=
 # after another for more than 10 minutes with PCPX_LONG_TESTS=1 (go test's
 # default is 10 minutes)
 TESTTIMEOUT ?= 45m
+TESTPARALLEL ?= 4
+TESTP ?= 4
 VPKG      := github.com/prometheus/common/version
 LDFLAGS   := -s -w \
 	-X $(VPKG).Version=$(VERSION) \
@@ -43,18 +50,18 @@ LDFLAGS   := -s -w \
 	-X $(VPKG).BuildUser=$(BUILDUSER) \
 	-X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all test test-long race build binary generate lint vet fmt shellcheck fuzz bench bench-compare bench-go bench-peers soak helm image package mixin clean
+.PHONY: all test test-long race build binary generate lint vet fmt shellcheck conflicts fuzz bench bench-compare bench-go bench-peers soak helm image package mixin clean
 
 all: lint build test
 
 test:
-	$(GO) test -timeout $(TESTTIMEOUT) $(GOTESTFLAGS) ./...
+	$(GO) test -timeout $(TESTTIMEOUT) -p $(TESTP) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
 
 test-long:
-	PCPX_LONG_TESTS=1 $(GO) test -timeout $(TESTTIMEOUT) $(GOTESTFLAGS) ./...
+	PCPX_LONG_TESTS=1 $(GO) test -timeout $(TESTTIMEOUT) -p $(TESTP) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
 
 race:
-	$(GO) test -race -timeout $(TESTTIMEOUT) $(GOTESTFLAGS) ./...
+	$(GO) test -race -timeout $(TESTTIMEOUT) -p $(TESTP) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
 
 build:
 	CGO_ENABLED=0 $(GO) build ./...
@@ -77,7 +84,11 @@ fmt:
 shellcheck:
 	shellcheck .ci/run scripts/*.sh examples/*/*.sh packaging/scripts/*.sh
 
-lint: vet fmt shellcheck
+# a merge's conflict markers left in any tracked file
+conflicts:
+	@if git grep -nE '^(<<<<<<<|>>>>>>>)( |$$)'; then echo "conflict markers left by a merge"; exit 1; fi
+
+lint: vet fmt shellcheck conflicts
 
 # Each fuzz target runs alone (go test -fuzz accepts one target per package run).
 fuzz:

@@ -1,10 +1,7 @@
 package mixin
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -79,15 +76,8 @@ func startExporter(t *testing.T, addr string, args ...string) *exec.Cmd {
 			t.Logf("exporter log:\n%s", b)
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return cmd
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
+	if e2e.Answers("http://"+addr+"/metrics", 60*time.Second) {
+		return cmd
 	}
 	t.Fatalf("pcp-exporter %q does not answer", args)
 	return nil
@@ -163,27 +153,6 @@ func promConfig(ruleFile string, targets ...string) string {
 `, rules, strings.Join(targets, `", "`))
 }
 
-// getJSON decodes the data of a Prometheus API answer.
-func getJSON(t *testing.T, u string, data any) {
-	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var r struct {
-		Status string
-		Data   json.RawMessage
-	}
-	if err := json.Unmarshal(b, &r); err != nil || r.Status != "success" {
-		t.Fatalf("%s: %v %s", u, err, b)
-	}
-	if err := json.Unmarshal(r.Data, data); err != nil {
-		t.Fatal(err)
-	}
-}
-
 var labelValuesRE = regexp.MustCompile(`^label_values\((.*), *([a-zA-Z_]+)\)$`)
 
 // variableValues evaluates a query variable (label_values(SELECTOR, LABEL)
@@ -196,7 +165,7 @@ func variableValues(t *testing.T, prom, query, regex string) []string {
 	}
 	var series []map[string]string
 	v := url.Values{"match[]": {m[1]}, "start": {fmt.Sprint(time.Now().Add(-10 * time.Minute).Unix())}}
-	getJSON(t, prom+"/api/v1/series?"+v.Encode(), &series)
+	e2e.PromAPI(t, prom+"/api/v1/series?"+v.Encode(), &series)
 	var re *regexp.Regexp
 	if regex != "" {
 		re = regexp.MustCompile(strings.Trim(regex, "/"))
@@ -339,7 +308,7 @@ func TestDashboardQueries(t *testing.T) {
 			Rules []struct{ Name, Type string }
 		}
 	}
-	getJSON(t, prom+"/api/v1/rules", &rg)
+	e2e.PromAPI(t, prom+"/api/v1/rules", &rg)
 	n := 0
 	for _, g := range rg.Groups {
 		for _, r := range g.Rules {

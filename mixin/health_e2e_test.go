@@ -25,7 +25,7 @@ func waitAlert(t *testing.T, prom string, firing bool, match map[string]string) 
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var data struct{ Alerts []activeAlert }
-		getJSON(t, prom+"/api/v1/alerts", &data)
+		e2e.PromAPI(t, prom+"/api/v1/alerts", &data)
 		state := ""
 		for _, a := range data.Alerts {
 			ok := true
@@ -156,7 +156,7 @@ func TestHealthAlertsFire(t *testing.T) {
 
 	// nothing else is active: no read errors, no other alert on the way
 	var data struct{ Alerts []activeAlert }
-	getJSON(t, prom+"/api/v1/alerts", &data)
+	e2e.PromAPI(t, prom+"/api/v1/alerts", &data)
 	for _, a := range data.Alerts {
 		t.Errorf("alert still active: %v %s", a.Labels, a.State)
 	}

@@ -366,9 +366,14 @@ func TestRemoteWriteFaults(t *testing.T) {
 				case c.rejectedBatches == 0 && st.Written != st.Read:
 					t.Errorf("%d written of %d read", st.Written, st.Read)
 				}
-				if dup := total - distinct; c.duplicates != (dup > 0) || dup > batchSize {
-					t.Errorf("%d samples stored twice", dup)
-				} else if dup > int(st.Duplicated) || (c.duplicates && int64(dup) != st.Duplicated) {
+				// a request that outlasts the 1 s timeout on a loaded
+				// machine is sent again too: more duplicates than the
+				// fault's batch are right as long as the summary counts
+				// every one (a timed-out request the receiver had not
+				// stored yet is counted too: "possibly duplicated")
+				if dup := total - distinct; c.duplicates && dup == 0 {
+					t.Errorf("no sample stored twice: the fault is not exercised")
+				} else if dup > int(st.Duplicated) {
 					t.Errorf("the receiver holds %d samples twice, the summary says %d possibly duplicated", dup, st.Duplicated)
 				}
 				if c.maxTook > 0 && took > c.maxTook {

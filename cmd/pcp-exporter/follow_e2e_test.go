@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 )
 
 // TestFollowPmlogger is the end-to-end test of follow mode: the real
@@ -39,11 +40,9 @@ import (
 // of the recording, named). Long (about 2.5 minutes): run with
 // PCPX_LONG_TESTS=1 (CI sets CI=true).
 func TestFollowPmlogger(t *testing.T) {
-	if os.Getenv("PCPX_LONG_TESTS") == "" && os.Getenv("CI") != "true" {
-		t.Skip("2.5 minutes of pmlogger and Prometheus: set PCPX_LONG_TESTS=1")
-	}
+	longtest.Skip(t, "2.5 minutes of pmlogger and Prometheus")
+	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	bins := e2e.Require(t, "pmlogger", "pminfo", "prometheus")
-	e2e.LockPMCD(t, false) // pmlogger records from the system pmcd
 	py := "/usr/bin/python3"
 	if out, err := exec.Command(py, "-c", "import cpmapi").CombinedOutput(); err != nil {
 		if e2e.Mandatory() {
@@ -51,12 +50,7 @@ func TestFollowPmlogger(t *testing.T) {
 		}
 		t.Skipf("python3-pcp not installed: %v", err)
 	}
-	if out, err := exec.Command(bins[1], "-f", "pmcd.version").CombinedOutput(); err != nil {
-		if e2e.Mandatory() {
-			t.Fatalf("pmcd is not answering: %v\n%s", err, out)
-		}
-		t.Skipf("pmcd is not answering: %v", err)
-	}
+	e2e.RequirePMCD(t)
 	const (
 		scrape   = 2 * time.Second
 		interval = time.Second

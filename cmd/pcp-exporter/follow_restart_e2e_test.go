@@ -54,13 +54,7 @@ func startPmlogger(t *testing.T, bin, cfg, iv, base string) *exec.Cmd {
 func requirePmlogger(t *testing.T, more ...string) []string {
 	t.Helper()
 	bins := e2e.Require(t, append([]string{"pmlogger", "pminfo"}, more...)...)
-	e2e.LockPMCD(t, false)
-	if out, err := exec.Command(bins[1], "-f", "pmcd.version").CombinedOutput(); err != nil {
-		if e2e.Mandatory() {
-			t.Fatalf("pmcd is not answering: %v\n%s", err, out)
-		}
-		t.Skipf("pmcd is not answering: %v", err)
-	}
+	e2e.RequirePMCD(t) // pmlogger and the exporters read the system pmcd
 	return bins
 }
 
@@ -107,6 +101,7 @@ next:
 // time, with one warning line for the whole stall naming the logging
 // interval pmlogger was given (1s). About 17 s.
 func TestFollowRestartAndStall(t *testing.T) {
+	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	bins := requirePmlogger(t)
 	dir := t.TempDir()
 	host := filepath.Join(dir, "host")
@@ -208,6 +203,7 @@ func TestFollowRestartAndStall(t *testing.T) {
 // 5-6 s after pmlogger). The exporter must follow it and report it up.
 // About 16 s.
 func TestFollowStartedBetweenTicks(t *testing.T) {
+	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	bins := requirePmlogger(t)
 	dir := t.TempDir()
 	host := filepath.Join(dir, "host")

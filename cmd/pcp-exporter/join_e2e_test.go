@@ -40,6 +40,7 @@ import (
 // the recorded ones, so no time shift is needed; only this replay of an old
 // recording leaves a gap in time between the two parts.
 func TestBackfillJoinsScrape(t *testing.T) {
+	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	e2e.Require(t, "prometheus")
 	const (
 		job   = "pcp-join"
@@ -234,14 +235,9 @@ func matches(key, sel string) bool {
 // backfill must end at least that delay before scraping starts (the README
 // says so); T is 3 s before the first scrape, the delay 2 s.
 func TestBackfillJoinsFollow(t *testing.T) {
+	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	bins := e2e.Require(t, "pmlogger", "pminfo", "prometheus")
-	e2e.LockPMCD(t, false) // pmlogger records from the system pmcd
-	if out, err := exec.Command(bins[1], "-f", "pmcd.version").CombinedOutput(); err != nil {
-		if e2e.Mandatory() {
-			t.Fatalf("pmcd is not answering: %v\n%s", err, out)
-		}
-		t.Skipf("pmcd is not answering: %v", err)
-	}
+	e2e.RequirePMCD(t) // pmlogger and the exporters read the system pmcd
 	const job = "pcp-host"
 	dir := t.TempDir()
 	arch := filepath.Join(dir, "host")

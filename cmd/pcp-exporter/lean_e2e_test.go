@@ -41,11 +41,9 @@ func TestLeanDefaultNoSecretsNoChurn(t *testing.T) {
 	if raceEnabled {
 		t.Skip("a 5-minute end-to-end run: not under the race detector")
 	}
+	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	bins := e2e.Require(t, "pmlogger", "pminfo", "prometheus", "pmdumplog")
-	e2e.LockPMCD(t, false) // pmlogger and the exporter read the system pmcd
-	if out, err := exec.Command(bins[1], "-f", "pmcd.version").CombinedOutput(); err != nil {
-		t.Fatalf("pmcd is not answering: %v\n%s", err, out)
-	}
+	e2e.RequirePMCD(t) // pmlogger and the exporters read the system pmcd
 	const (
 		procs    = 20
 		life     = 25 * time.Second
@@ -100,18 +98,16 @@ func TestLeanDefaultNoSecretsNoChurn(t *testing.T) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
 	defer otlp.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.URL)
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	tmp := filepath.Join(dir, "pcptmp")
 	if err := os.MkdirAll(filepath.Join(tmp, "mmv"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PCP_TMP_DIR", tmp)
+	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "PCP_TMP_DIR=" + tmp}
 
 	time.Sleep(5 * time.Second) // pmlogger's first records
 	live, follow := e2e.FreeAddr(t), e2e.FreeAddr(t)
-	startExporter(t, http.DefaultClient, "http://"+live, "serve", "--web.listen-address="+live, "--otlp.interval=5s")
-	startExporter(t, http.DefaultClient, "http://"+follow, "serve", "--web.listen-address="+follow, "--archive="+filepath.Join(dir, "farm"), "--otlp.interval=5s")
+	startExporterEnv(t, env, http.DefaultClient, "http://"+live, "serve", "--web.listen-address="+live, "--otlp.interval=5s")
+	startExporterEnv(t, env, http.DefaultClient, "http://"+follow, "serve", "--web.listen-address="+follow, "--archive="+filepath.Join(dir, "farm"), "--otlp.interval=5s")
 	scrape := func(addr, accept string) string {
 		req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
 		if accept != "" {

@@ -88,8 +88,7 @@ func TestBackfillSaysWhatItSkipped(t *testing.T) {
 // suffix, no longer clashes with mem.vmstat.pgscan_direct (nor
 // pgscan_kswapd_total with pgscan_kswapd) and is dropped.
 func TestVmstatNoNameClash(t *testing.T) {
-	e2e.Require(t, "pminfo")
-	e2e.LockPMCD(t, false)
+	e2e.RequirePMCD(t)
 	want := strings.Fields(pminfo(t, "mem.vmstat"))
 	if len(want) < 50 {
 		t.Skipf("pminfo mem.vmstat lists %d metrics", len(want))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -58,6 +57,7 @@ func TestNodeProfileAgainstNodeExporter(t *testing.T) {
 	if raceEnabled {
 		t.Skip("a multi-minute end-to-end test: not under the race detector")
 	}
+	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	bins := e2e.Require(t, "prometheus", "prometheus-node-exporter", "promtool")
 	e2e.LockPMCD(t, false) // serve reads the system pmcd
 	dir := t.TempDir()
@@ -297,42 +297,15 @@ func interpolate(xs []sample, t float64) float64 {
 // waitHTTP waits until url answers 200.
 func waitHTTP(t *testing.T, u string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(u); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-	}
-	t.Fatalf("%s does not answer", u)
-}
-
-// promGet decodes the data of a Prometheus API answer.
-func promGet(t *testing.T, u string, data any) {
-	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var r struct {
-		Status string
-		Data   json.RawMessage
-	}
-	if err := json.Unmarshal(body, &r); err != nil || r.Status != "success" {
-		t.Fatalf("%s: %v %s", u, err, body)
-	}
-	if err := json.Unmarshal(r.Data, data); err != nil {
-		t.Fatalf("%s: %v", u, err)
+	if !e2e.Answers(u, 20*time.Second) {
+		t.Fatalf("%s does not answer", u)
 	}
 }
 
 // targetMetadata is the type of every family of a job's target.
 func targetMetadata(t *testing.T, prom, job string) map[string]string {
 	var md []struct{ Metric, Type string }
-	promGet(t, prom+"/api/v1/targets/metadata?"+url.Values{"match_target": {`{job="` + job + `"}`}}.Encode(), &md)
+	e2e.PromAPI(t, prom+"/api/v1/targets/metadata?"+url.Values{"match_target": {`{job="` + job + `"}`}}.Encode(), &md)
 	out := map[string]string{}
 	for _, m := range md {
 		// a counter is named without _total in OpenMetrics (serve's
@@ -462,7 +435,7 @@ func ruleHealth(t *testing.T, prom string) []ruleState {
 	var d struct {
 		Groups []struct{ Rules []ruleState }
 	}
-	promGet(t, prom+"/api/v1/rules", &d)
+	e2e.PromAPI(t, prom+"/api/v1/rules", &d)
 	var out []ruleState
 	for _, g := range d.Groups {
 		out = append(out, g.Rules...)

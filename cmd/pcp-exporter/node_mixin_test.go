@@ -63,7 +63,7 @@ func writeNodeMixinTests(t *testing.T, prom string, end time.Time) {
 			}
 		}
 		q := url.Values{"query": {fam + `{job="pcpnode"}`}, "start": {strconv.FormatInt(start.Unix(), 10)}, "end": {strconv.FormatInt(end.Unix(), 10)}, "step": {"15"}}
-		promGet(t, prom+"/api/v1/query_range?"+q.Encode(), &d)
+		e2e.PromAPI(t, prom+"/api/v1/query_range?"+q.Encode(), &d)
 		for _, r := range d.Result {
 			if len(r.Values) != steps+1 {
 				t.Fatalf("%s: %d samples, want %d", fam, len(r.Values), steps+1)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -465,13 +466,7 @@ func TestServeDefaultPMCDAndMMV(t *testing.T) {
 	client := &http.Client{Timeout: 60 * time.Second}
 	addr := e2e.FreeAddr(t)
 	startExporter(t, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--no-mmv.pid-check")
-	resp, err := client.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	text := string(body)
+	text := scrapeUntil(t, "http://"+addr, `pcp_exporter_source_up{reason="",source="pmcd`)
 	for _, want := range []string{"\nkernel_all_load{", "\nmmv_corpusv1_", `pcp_exporter_source_up{reason="",source="pmcd unix:`, `pcp_exporter_source_up{reason="",source="` + filepath.Join(tmp, "mmv") + `"} 1`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -488,9 +483,7 @@ func TestServeDefaultPMCDAndMMV(t *testing.T) {
 // comes back by itself (one log line per change: TestScrapeWithHungPMCD). It restarts a shared daemon, so
 // it runs only in CI or with PCPX_LONG_TESTS set, as root.
 func TestServePMCDRestart(t *testing.T) {
-	if os.Getenv("PCPX_LONG_TESTS") == "" && os.Getenv("CI") != "true" {
-		t.Skip("restarts the system pmcd: set PCPX_LONG_TESTS=1 (CI does)")
-	}
+	longtest.Skip(t, "restarts the system pmcd")
 	e2e.LockPMCD(t, true) // no other package's test uses pmcd meanwhile
 	localPMCD(t, "local:")
 	if os.Geteuid() != 0 {
@@ -570,8 +563,7 @@ func TestPMCDArgs(t *testing.T) {
 // pminfo -f lists) instead of taking it for a host to look up; a host
 // name in its place is refused with the form that names a host.
 func TestFetchBarePMCDMetric(t *testing.T) {
-	e2e.Require(t, "pminfo")
-	e2e.LockPMCD(t, false)
+	e2e.RequirePMCD(t)
 	// --pmcd.metrics: only that metric's metadata is read (all of pmcd's
 	// takes a minute on a loaded machine)
 	code, out := runMain(t, nil, "fetch", "--pmcd", "kernel.all.load", "--pmcd.metrics=kernel.all.load")
@@ -688,15 +680,7 @@ func TestServePMCDLintsClean(t *testing.T) {
 	client := &http.Client{Timeout: 60 * time.Second}
 	addr := e2e.FreeAddr(t)
 	startExporter(t, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--pmcd=local:")
-	resp, err := client.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), "\nkernel_all_load{") {
-		t.Fatalf("no kernel_all_load in the scrape:\n%.1000s", body)
-	}
+	body := []byte(scrapeUntil(t, "http://"+addr, `pcp_exporter_source_up{reason="",source="pmcd`, "\nkernel_all_load{"))
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = bytes.NewReader(body)
 	out, err := cmd.CombinedOutput()

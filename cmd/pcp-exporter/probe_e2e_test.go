@@ -23,6 +23,7 @@ import (
 // connection) stays flat over 20 scrapes: the connection is pooled.
 func TestProbePrometheus(t *testing.T) {
 	longtest.Skip(t, "20 Prometheus scrapes of /probe, about 25 s")
+	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	e2e.Require(t, "prometheus", "saslpasswd2")
 	const pw = "probe-test-pw-5d1"
 	ca := e2e.NewCA(t, "probe")

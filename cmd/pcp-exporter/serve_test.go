@@ -59,8 +59,25 @@ func startExporterProc(t *testing.T, client *http.Client, base string, args ...s
 // returns the running command.
 func startExporterTo(t *testing.T, out io.Writer, client *http.Client, base string, args ...string) *exec.Cmd {
 	t.Helper()
+	return startExporterEnvTo(t, nil, out, client, base, args...)
+}
+
+// startExporterEnv is startExporter with env (NAME=value) added to the
+// process's environment: a test that runs in parallel sets the exporter's
+// environment this way, never with t.Setenv.
+func startExporterEnv(t *testing.T, env []string, client *http.Client, base string, args ...string) *lockedBuffer {
+	t.Helper()
+	out := &lockedBuffer{}
+	startExporterEnvTo(t, env, out, client, base, args...)
+	return out
+}
+
+// startExporterEnvTo is startExporterTo with env added to the process's
+// environment.
+func startExporterEnvTo(t *testing.T, env []string, out io.Writer, client *http.Client, base string, args ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "PCP_EXPORTER_TEST_MAIN=1")
+	cmd.Env = append(append(os.Environ(), "PCP_EXPORTER_TEST_MAIN=1"), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

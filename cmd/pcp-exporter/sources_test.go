@@ -35,12 +35,13 @@ func runMain(t *testing.T, env []string, args ...string) (int, string) {
 }
 
 // scrapeUntil scrapes base's /metrics until it holds every one of want
-// (up to 20 s) and returns the last scrape.
+// (up to 90 s: the local pmcd's metadata takes seconds to read, and more
+// on a loaded machine) and returns the last scrape.
 func scrapeUntil(t *testing.T, base string, want ...string) string {
 	t.Helper()
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 60 * time.Second}
 	var body string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		resp, err := client.Get(base + "/metrics")
 		if err != nil {
 			t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,11 +29,9 @@ func TestTargetInfoJoins(t *testing.T) {
 	if raceEnabled {
 		t.Skip("an end-to-end run: not under the race detector")
 	}
+	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	e2e.Require(t, "prometheus", "pminfo")
-	e2e.LockPMCD(t, false)
-	if out, err := exec.Command("pminfo", "-f", "pmcd.version").CombinedOutput(); err != nil {
-		t.Fatalf("pmcd is not answering: %v\n%s", err, out)
-	}
+	e2e.RequirePMCD(t) // pmlogger and the exporters read the system pmcd
 	dir := t.TempDir()
 	tmp := filepath.Join(dir, "pcptmp")
 	mmvDir := filepath.Join(tmp, "mmv")
@@ -51,8 +48,8 @@ func TestTargetInfoJoins(t *testing.T) {
 	defer w.Close()
 
 	host, sidecar := e2e.FreeAddr(t), e2e.FreeAddr(t)
-	t.Setenv("PCP_TMP_DIR", tmp) // serve with no flags: $PCP_TMP_DIR/mmv
-	startExporter(t, http.DefaultClient, "http://"+host, "serve", "--web.listen-address="+host)
+	// serve with no flags: $PCP_TMP_DIR/mmv
+	startExporterEnv(t, []string{"PCP_TMP_DIR=" + tmp}, http.DefaultClient, "http://"+host, "serve", "--web.listen-address="+host)
 	startExporter(t, http.DefaultClient, "http://"+sidecar, "serve", "--web.listen-address="+sidecar, "--mmv.dir="+mmvDir)
 
 	live := filepath.Join(corpus, "archives", "live", "live")

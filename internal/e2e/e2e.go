@@ -78,3 +78,18 @@ func envName(name string) string {
 	}
 	return string(b)
 }
+
+// RequirePMCD holds the local pmcd's lock shared (LockPMCD) and checks that
+// it answers (`pminfo -f pmcd.version`), skipping t when it does not, or
+// failing it when peers are mandatory.
+func RequirePMCD(t testing.TB) {
+	t.Helper()
+	pminfo := Require(t, "pminfo")[0]
+	LockPMCD(t, false)
+	if out, err := exec.Command(pminfo, "-f", "pmcd.version").CombinedOutput(); err != nil {
+		if Mandatory() {
+			t.Fatalf("the local pmcd is not answering (start it with /etc/init.d/pmcd start): %v\n%s", err, out)
+		}
+		t.Skipf("the local pmcd is not answering (set CI=true to make this a failure): %v", err)
+	}
+}

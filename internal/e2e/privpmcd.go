@@ -65,10 +65,13 @@ type PMCD struct {
 
 // StartPMCD starts a pmcd of its own (port, unix socket, pmcd.conf,
 // tls.conf, SASL configuration, run directory) listening on 127.0.0.1
-// only, waits until it answers and stops it when the test ends.
+// only, waits until it answers and stops it when the test ends. It holds
+// the local pmcd's lock shared meanwhile: /etc/init.d/pmcd refuses to
+// restart the system pmcd while another pmcd process runs.
 func StartPMCD(t testing.TB, cfg PMCDConfig) *PMCD {
 	t.Helper()
 	bin := PMCDBinary(t)
+	LockPMCD(t, false)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
 	p := &PMCD{Addr: FreeAddr(t), Socket: filepath.Join(dir, "pmcd.socket"), Dir: dir, Log: filepath.Join(dir, "pmcd.log")}

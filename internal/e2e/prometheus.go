@@ -57,19 +57,24 @@ func StartPrometheus(t testing.TB, config, dataDir string, flags ...string) stri
 		logf.Close()
 	})
 	base := "http://" + addr
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/-/ready"); err == nil {
+	if !Answers(base+"/-/ready", 60*time.Second) {
+		b, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+		t.Fatalf("prometheus not ready:\n%s", b)
+	}
+	return base
+}
+
+// Answers waits up to timeout for u to answer 200 and says whether it did.
+func Answers(u string, timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(u); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return base
+				return true
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
-	t.Fatalf("prometheus not ready:\n%s", b)
-	return ""
+	return false
 }
 
 // PromSeries is one series of a Prometheus query result: its labels and
@@ -88,7 +93,16 @@ func PromQuery(t testing.TB, base, query string, at time.Time) []PromSeries {
 	if !at.IsZero() {
 		v.Set("time", fmt.Sprintf("%d.%03d", at.Unix(), at.Nanosecond()/1e6))
 	}
-	resp, err := http.Get(base + "/api/v1/query?" + v.Encode())
+	var data struct{ Result []PromSeries }
+	PromAPI(t, base+"/api/v1/query?"+v.Encode(), &data)
+	return data.Result
+}
+
+// PromAPI gets u, a Prometheus HTTP API URL, and decodes the answer's data
+// into data; an error or a status other than success fails t.
+func PromAPI(t testing.TB, u string, data any) {
+	t.Helper()
+	resp, err := http.Get(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +110,12 @@ func PromQuery(t testing.TB, base, query string, at time.Time) []PromSeries {
 	body, _ := io.ReadAll(resp.Body)
 	var r struct {
 		Status string
-		Error  string
-		Data   struct{ Result []PromSeries }
+		Data   json.RawMessage
 	}
 	if err := json.Unmarshal(body, &r); err != nil || r.Status != "success" {
-		t.Fatalf("query %s: %v %s", query, err, body)
+		t.Fatalf("%s: %v %s", u, err, body)
 	}
-	return r.Data.Result
+	if err := json.Unmarshal(r.Data, data); err != nil {
+		t.Fatalf("%s: %v", u, err)
+	}
 }

@@ -5,6 +5,10 @@
 // end-to-end runs) so that it finishes in about two minutes on a 2-core
 // machine and still catches regressions. PCPX_LONG_TESTS=1 runs all of
 // them; .ci/run sets it, so CI runs everything. CI=true implies it.
+// PCPX_LONG_TESTS=e2e runs the long end-to-end tests (Skip) but only the
+// representative part of the sweeps (Enabled, Stride): .ci/run's race
+// pass, where the detector multiplies the sweeps' CPU time, not the
+// end-to-end tests' waiting.
 package longtest
 
 import (
@@ -13,18 +17,28 @@ import (
 )
 
 // Enabled reports whether the long sweeps run in full (PCPX_LONG_TESTS set
-// to anything but "" or "0", or CI=true).
+// to anything but "", "0" or "e2e", or CI=true with it unset).
 func Enabled() bool {
-	if v := os.Getenv("PCPX_LONG_TESTS"); v != "" && v != "0" {
-		return true
+	switch v := os.Getenv("PCPX_LONG_TESTS"); v {
+	case "":
+		return os.Getenv("CI") == "true"
+	case "0", "e2e":
+		return false
 	}
-	return os.Getenv("CI") == "true"
+	return true
 }
 
-// Skip skips t unless the long sweeps run; why says what the test is.
+// endToEnd reports whether the long end-to-end tests run: as Enabled, and
+// with PCPX_LONG_TESTS=e2e.
+func endToEnd() bool {
+	return Enabled() || os.Getenv("PCPX_LONG_TESTS") == "e2e"
+}
+
+// Skip skips t, a long end-to-end test, unless those run; why says what
+// the test is.
 func Skip(t testing.TB, why string) {
 	t.Helper()
-	if !Enabled() {
+	if !endToEnd() {
 		t.Skipf("long test (%s): set PCPX_LONG_TESTS=1 to run it", why)
 	}
 }

@@ -17,6 +17,10 @@ func TestEnabledAndStride(t *testing.T) {
 		{"1", "", true, 100, 10, 1},
 		{"", "true", true, 100, 10, 1},
 		{"", "1", false, 100, 50, 2},
+		{"e2e", "true", false, 100, 50, 2},
+		{"e2e", "", false, 100, 50, 2},
+		{"0", "true", false, 100, 50, 2},
+		{"1", "true", true, 100, 50, 1},
 	} {
 		t.Setenv("PCPX_LONG_TESTS", c.long)
 		t.Setenv("CI", c.ci)
@@ -25,6 +29,27 @@ func TestEnabledAndStride(t *testing.T) {
 		}
 		if got := Stride(c.n, c.want); got != c.strideOut {
 			t.Errorf("PCPX_LONG_TESTS=%q CI=%q: Stride(%d, %d) = %d, want %d", c.long, c.ci, c.n, c.want, got, c.strideOut)
+		}
+	}
+}
+
+func TestEndToEnd(t *testing.T) {
+	for _, c := range []struct {
+		long, ci string
+		want     bool
+	}{
+		{"", "", false},
+		{"0", "", false},
+		{"0", "true", false},
+		{"", "true", true},
+		{"1", "", true},
+		{"e2e", "", true},
+		{"e2e", "true", true},
+	} {
+		t.Setenv("PCPX_LONG_TESTS", c.long)
+		t.Setenv("CI", c.ci)
+		if got := endToEnd(); got != c.want {
+			t.Errorf("PCPX_LONG_TESTS=%q CI=%q: endToEnd() = %v, want %v", c.long, c.ci, got, c.want)
 		}
 	}
 }

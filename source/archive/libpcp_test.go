@@ -230,12 +230,7 @@ func liveArchive(t *testing.T, pmlogger, pminfo string) string {
 	if p := os.Getenv("PCPX_LIBPCP_ARCHIVE"); p != "" {
 		return p
 	}
-	if out, err := exec.Command(pminfo, "-f", "pmcd.version").CombinedOutput(); err != nil {
-		if e2e.Mandatory() {
-			t.Fatalf("pmcd is not answering (start it with /etc/init.d/pmcd start): %v\n%s", err, out)
-		}
-		t.Skipf("pmcd is not answering: %v", err)
-	}
+	e2e.RequirePMCD(t)
 	live.once.Do(func() {
 		var config string
 		if config, live.err = libpcpConfig(pminfo); live.err != nil {

@@ -92,6 +92,7 @@ func generations(t *testing.T, spec string) (pmcdGen, linux, pmie, xfs time.Time
 // proc agent refuses per-process metrics, pmcd's start is unknown.
 func TestGenerationsOfLocalPMCD(t *testing.T) {
 	e2e.Require(t, "pminfo", "ps")
+	e2e.RequirePMCD(t)
 	_, start := pmcdProcess(t)
 	if os.Geteuid() != 0 {
 		t.Skip("pmcd's start is read from the proc agent, which answers root (or pmcd's user) over the unix socket")
@@ -189,8 +190,7 @@ func TestGenerationAfterPMCDRestart(t *testing.T) {
 // gives (per-process metrics left out: processes come and go between the
 // reads).
 func TestLabelsOnlyReadMatchesFull(t *testing.T) {
-	e2e.Require(t, "pminfo")
-	e2e.LockPMCD(t, false)
+	e2e.RequirePMCD(t)
 	s, err := Open("local:", Options{Selection: Selection{Exclude: []string{"mmv", "proc", "hotproc", "cgroup", "acct"}}})
 	if err != nil {
 		t.Fatal(err)

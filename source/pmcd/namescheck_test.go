@@ -113,8 +113,7 @@ func TestNamesChangeInsideSelection(t *testing.T) {
 	f.setNames("fake.a", "fake.b", "fake.c")
 	flagOnce(t, f, s, pmcdNamesChange)
 	r0 := f.requests()
-	s.Metrics()
-	waitFor(t, "the new metric read", func() bool { return s.Epoch() == e0+1 })
+	waitFor(t, "the new metric read", func() bool { s.Metrics(); return s.Epoch() == e0+1 }) // as scrapes do: a read waits out the backoff after the last
 	ms := s.Metrics()
 	if got := metricNames(ms); !slices.Equal(got, []string{"fake.a", "fake.b", "fake.c"}) {
 		t.Fatalf("metrics after fake.c appeared: %v", got)
@@ -134,8 +133,7 @@ func TestNamesChangeInsideSelection(t *testing.T) {
 	f.setNames("fake.b", "fake.c")
 	flagOnce(t, f, s, pmcdNamesChange)
 	r0 = f.requests()
-	s.Metrics()
-	waitFor(t, "the removed metric dropped", func() bool { return s.Epoch() == e0+2 })
+	waitFor(t, "the removed metric dropped", func() bool { s.Metrics(); return s.Epoch() == e0+2 }) // as scrapes do: a read waits out the backoff after the last
 	if got := metricNames(s.Metrics()); !slices.Equal(got, []string{"fake.b", "fake.c"}) {
 		t.Fatalf("metrics after fake.a went: %v", got)
 	}
@@ -155,14 +153,12 @@ func TestNamesAndLabelChange(t *testing.T) {
 	s := openFake(t, f)
 	e0, l0 := s.Epoch(), loadsOf(s)
 	flagOnce(t, f, s, pmcdNamesChange|pmcdLabelChange)
-	s.Metrics()
-	waitFor(t, "labels read again", func() bool { return s.Epoch() == e0+1 })
+	waitFor(t, "labels read again", func() bool { s.Metrics(); return s.Epoch() == e0+1 }) // as scrapes do: a read waits out the backoff after the last
 	if l := loadsOf(s); l.labels != l0.labels+1 || l.descs != l0.descs {
 		t.Errorf("metadata reads %+v, before %+v", l, l0)
 	}
 	flagOnce(t, f, s, pmcdNamesChange|pmcdAgentChange)
-	s.Metrics()
-	waitFor(t, "all read again", func() bool { return s.Epoch() == e0+2 })
+	waitFor(t, "all read again", func() bool { s.Metrics(); return s.Epoch() == e0+2 }) // as scrapes do: a read waits out the backoff after the last
 	if l := loadsOf(s); l.all != l0.all+1 {
 		t.Errorf("metadata reads %+v, before %+v", l, l0)
 	}

@@ -61,8 +61,11 @@ func pmcdBinary() (string, error) {
 }
 
 // startPrivatePMCD starts a private pmcd; it is stopped when the test ends.
+// It holds the local pmcd's lock shared meanwhile: /etc/init.d/pmcd
+// refuses to restart the system pmcd while another pmcd process runs.
 func startPrivatePMCD(t *testing.T) *privatePMCD {
 	t.Helper()
+	e2e.LockPMCD(t, false)
 	bin, err := pmcdBinary()
 	if err == nil {
 		for _, so := range []string{"pmcd/pmda_pmcd.so", "linux/pmda_linux.so", "mmv/pmda_mmv.so"} {
