@@ -11,8 +11,8 @@
 #                    the CPU)
 #   make build       every package and the static binary ./pcp-exporter
 #                    (CGO_ENABLED=0, version stamped)
-#   make lint        go vet + gofmt -l (fails on any unformatted file) + shellcheck
-#                    + no conflict markers
+#   make lint        go vet + gofmt -l (fails on any unformatted file) + staticcheck
+#                    (the Go tool in go.mod) + shellcheck + no conflict markers
 #   make fuzz        every Fuzz target for FUZZTIME (default 5s) each
 #   make bench       every side-by-side comparison with the PCP peers + Go benchmarks -> docs/performance.md
 #   make bench-compare BASE=REV  the user workloads by REV's build and this tree's,
@@ -50,7 +50,7 @@ LDFLAGS   := -s -w \
 	-X $(VPKG).BuildUser=$(BUILDUSER) \
 	-X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all test test-long race build binary generate lint vet fmt shellcheck conflicts fuzz bench bench-compare bench-go bench-peers soak helm image package mixin clean
+.PHONY: all test test-long race build binary generate lint vet fmt staticcheck shellcheck conflicts fuzz bench bench-compare bench-go bench-peers soak helm image package mixin clean
 
 all: lint build test
 
@@ -81,6 +81,11 @@ fmt:
 	@out=$$(gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt: these files are not formatted:"; echo "$$out"; exit 1; fi
 
+# staticcheck's default checks; a deliberate exception is a //lint:ignore
+# with its reason next to the line
+staticcheck:
+	$(GO) tool staticcheck ./...
+
 shellcheck:
 	shellcheck .ci/run scripts/*.sh examples/*/*.sh packaging/scripts/*.sh
 
@@ -88,7 +93,7 @@ shellcheck:
 conflicts:
 	@if git grep -nE '^(<<<<<<<|>>>>>>>)( |$$)'; then echo "conflict markers left by a merge"; exit 1; fi
 
-lint: vet fmt shellcheck conflicts
+lint: vet fmt staticcheck shellcheck conflicts
 
 # Each fuzz target runs alone (go test -fuzz accepts one target per package run).
 fuzz:

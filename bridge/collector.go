@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pcp-exporter/pcp-exporter/internal/selfmetric"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -53,17 +54,24 @@ type Collector struct {
 	// otel maps the sources for the OpenTelemetry outputs too (OTel), at
 	// every remap
 	otel bool
+	// shared: a family name is served by several sources (several hosts'
+	// pmcds), whose series the fast path gathers into one family
+	shared bool
+	merge  familyMerge
 
 	upDesc, lagDesc, servedDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 	// what sources leave out (source.Limited)
 	malformedDesc, limitDesc, cutDesc *prometheus.Desc
+	// the metrics a server answered with an error (source.MetricErrorer)
+	metricErrDesc, metricErrTotalDesc *prometheus.Desc
 }
 
 type sourceState struct {
 	Source
 	ms       []source.Metric // the source's metrics at epoch
 	target   []mapping.LabelPair
-	epoch    uint64 // the epoch of ms (source.MetricsEpochOf)
+	domain   []string // target labels from domain labels (SourceTarget)
+	epoch    uint64   // the epoch of ms (source.MetricsEpochOf)
 	sig      uint64
 	families []mapping.Family
 	skipped  []mapping.Skipped
@@ -97,17 +105,19 @@ func New(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *Collec
 		s.Src = mapper.Wrap(s.Src) // the node naming's families
 		c.sources = append(c.sources, &sourceState{Source: s})
 	}
-	c.upDesc = prometheus.NewDesc("pcp_exporter_source_up", "1 when the PCP source is up and its last read succeeded; 0 with the reason (missing, stalled, ended, down, error) when not.", []string{"source", "reason"}, nil)
-	c.lagDesc = prometheus.NewDesc("pcp_exporter_source_lag_seconds", "How far the values served from a followed source are behind real time.", []string{"source"}, nil)
-	c.servedDesc = prometheus.NewDesc("pcp_exporter_source_served_timestamp_seconds", "The archive time (to the microsecond) whose values the last read of a replayed or followed source served.", []string{"source"}, nil)
-	c.durDesc = prometheus.NewDesc("pcp_exporter_source_fetch_duration_seconds", "Time the last read of the PCP source took.", []string{"source"}, nil)
-	c.errDesc = prometheus.NewDesc("pcp_exporter_source_errors_total", "Failed reads of the PCP source.", []string{"source"}, nil)
-	c.skipDesc = prometheus.NewDesc("pcp_exporter_metrics_skipped", "PCP metrics of the source not exported, by reason.", []string{"source", "reason"}, nil)
-	c.famDesc = prometheus.NewDesc("pcp_exporter_metrics_exported", "PCP metrics of the source exported as metric families.", []string{"source"}, nil)
-	c.filesDesc = prometheus.NewDesc("pcp_exporter_mmv_files", "MMV files seen in the directory, by whether they are exported.", []string{"source", "exported"}, nil)
-	c.malformedDesc = prometheus.NewDesc("pcp_exporter_labels_malformed", "Labels of the source's metrics and instances left out as malformed (the rest are served).", []string{"source"}, nil)
-	c.limitDesc = prometheus.NewDesc("pcp_exporter_series_limit", "The source's limit on the values of a read and the instances of an instance domain (0: none).", []string{"source"}, nil)
-	c.cutDesc = prometheus.NewDesc("pcp_exporter_series_left_out", "Values (what) of the last read, and instances of the instance domains, left out by the series limit.", []string{"source", "what"}, nil)
+	c.upDesc = selfmetric.SourceUp.Desc()
+	c.lagDesc = selfmetric.SourceLag.Desc()
+	c.servedDesc = selfmetric.SourceServed.Desc()
+	c.durDesc = selfmetric.SourceFetchDuration.Desc()
+	c.errDesc = selfmetric.SourceErrors.Desc()
+	c.skipDesc = selfmetric.MetricsSkipped.Desc()
+	c.famDesc = selfmetric.MetricsExported.Desc()
+	c.filesDesc = selfmetric.MMVFiles.Desc()
+	c.malformedDesc = selfmetric.LabelsMalformed.Desc()
+	c.limitDesc = selfmetric.SeriesLimit.Desc()
+	c.cutDesc = selfmetric.SeriesLeftOut.Desc()
+	c.metricErrDesc = selfmetric.MetricErrors.Desc()
+	c.metricErrTotalDesc = selfmetric.MetricErrorsTotal.Desc()
 	return c
 }
 
@@ -140,15 +150,7 @@ type valueVisitor func(s *sourceState, i int, f *mapping.Family, iv source.InstV
 // values and the instances.
 func (c *Collector) read(now time.Time, sel *Selection, otel bool, visit valueVisitor) {
 	allOK := true
-	remap := false
-	for _, s := range c.sources {
-		if s.loadMetrics() {
-			remap = true
-		}
-	}
-	if remap {
-		c.remap()
-	}
+	c.loadMetrics()
 	for _, s := range c.sources {
 		start := time.Now()
 		err := c.readSource(s, now, sel, otel, visit)
@@ -165,6 +167,20 @@ func (c *Collector) read(now time.Time, sel *Selection, otel bool, visit valueVi
 	}
 	if allOK {
 		c.once.Do(func() { close(c.ready) })
+	}
+}
+
+// loadMetrics loads the sources' metric sets that changed and maps them
+// again if any did.
+func (c *Collector) loadMetrics() {
+	remap := false
+	for _, s := range c.sources {
+		if s.loadMetrics() {
+			remap = true
+		}
+	}
+	if remap {
+		c.remap()
 	}
 }
 
@@ -218,6 +234,12 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.cutDesc, prometheus.GaugeValue, float64(lo.SeriesCut), s.Name, "values")
 			ch <- prometheus.MustNewConstMetric(c.cutDesc, prometheus.GaugeValue, float64(lo.InstancesCut), s.Name, "instances")
 		}
+		if last, total, ok := source.MetricErrorsOf(s.Src); ok {
+			for code, n := range last {
+				ch <- prometheus.MustNewConstMetric(c.metricErrDesc, prometheus.GaugeValue, float64(n), s.Name, strconv.Itoa(int(code)))
+			}
+			ch <- prometheus.MustNewConstMetric(c.metricErrTotalDesc, prometheus.CounterValue, float64(total), s.Name)
+		}
 		if exp, not, ok := source.FileCountsOf(s.Src); ok {
 			ch <- prometheus.MustNewConstMetric(c.filesDesc, prometheus.GaugeValue, float64(exp), s.Name, "true")
 			ch <- prometheus.MustNewConstMetric(c.filesDesc, prometheus.GaugeValue, float64(not), s.Name, "false")
@@ -230,12 +252,20 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 func (c *Collector) remap() {
 	targets := make([][]mapping.LabelPair, len(c.sources))
 	for i, s := range c.sources {
-		s.target = c.mapper.TargetLabels(s.ms, s.Context)
+		s.target, s.domain = c.mapper.SourceTarget(s.ms, s.Context)
 		targets[i] = s.target
 	}
 	ns := mapping.NewNamespace(targets...)
+	names := map[string]bool{}
+	c.shared = false
 	for _, s := range c.sources {
 		s.families, s.skipped = c.mapper.MapSource(s.ms, s.target, ns)
+		for _, f := range s.families {
+			c.shared = c.shared || names[f.Name]
+		}
+		for _, f := range s.families {
+			names[f.Name] = true
+		}
 		for _, sk := range s.skipped {
 			if sk.Reason == mapping.SkipNameClash {
 				c.logClash(s.Name, sk)

@@ -60,7 +60,7 @@ func renderOTel(sm []metricdata.ScopeMetrics, live bool) string {
 func renderResource(r *resource.Resource) string {
 	var attrs []string
 	for _, kv := range r.Attributes() {
-		attrs = append(attrs, fmt.Sprintf("%s=%q", kv.Key, kv.Value.Emit()))
+		attrs = append(attrs, fmt.Sprintf("%s=%q", kv.Key, kv.Value.String()))
 	}
 	return "resource {" + strings.Join(attrs, ",") + "}\n"
 }

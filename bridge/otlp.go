@@ -21,6 +21,8 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/pcp-exporter/pcp-exporter/internal/selfmetric"
 )
 
 // OTLPConfig configures an OTLP metric exporter: serve's periodic push
@@ -175,7 +177,7 @@ func (c *OTLPConfig) Exporter(ctx context.Context) (sdkmetric.Exporter, error) {
 // nil), and serving goes on. It returns the function that stops the
 // pushes.
 func (c *OTLPConfig) StartPush(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, p *OTelProducer) (func(), error) {
-	errCount := prometheus.NewCounter(prometheus.CounterOpts{Name: "pcp_exporter_otlp_export_errors_total", Help: "OTLP pushes that failed (after the exporter's retries)."})
+	errCount := selfmetric.OTLPExportErrors.NewCounter()
 	if reg != nil {
 		reg.MustRegister(errCount)
 	}

@@ -14,38 +14,71 @@ import (
 // target_info. Sources of one host (the same hostname: pmcd and the MMV
 // directory beside it, the archives of one host) are one target, whose
 // labels are theirs merged (the first source's value of a label wins), so
-// that a join on target_info finds one series per host.
+// that a join on target_info finds one series per host. A label that comes
+// from one source's domain labels (agent="mmv" of the MMV directory) is
+// left out of a merged target unless every source of the host has it
+// with that value: it describes that source's metrics, not the host, and
+// would change the host's target_info each time the directory's first
+// file appears or its last goes.
 func (c *Collector) targets(sel *Selection) [][]mapping.LabelPair {
 	if !c.mapper.Lean() || !sel.Name(mapping.TargetInfoName) {
 		return nil
 	}
 	ts := make([][]mapping.LabelPair, len(c.sources))
+	domains := make([][]string, len(c.sources))
 	for i, s := range c.sources {
-		ts[i] = s.target
+		ts[i], domains[i] = s.target, s.domain
 	}
-	return mergeTargets(ts)
+	return mergeTargets(ts, domains)
 }
 
 // mergeTargets merges the target labels of sources of one host (see
-// targets) and drops repeated and empty ones.
-func mergeTargets(ts [][]mapping.LabelPair) [][]mapping.LabelPair {
+// targets) and drops repeated and empty ones; domains[i] names the labels
+// of ts[i] from domain labels (nil: none).
+func mergeTargets(ts [][]mapping.LabelPair, domains [][]string) [][]mapping.LabelPair {
 	var out [][]mapping.LabelPair
+	var members [][]int // the sources of each target
 next:
-	for _, t := range ts {
+	for j, t := range ts {
 		if len(t) == 0 {
 			continue
 		}
 		h, ok := hostname(t)
 		for i, o := range out {
 			if slices.Equal(o, t) {
+				members[i] = append(members[i], j)
 				continue next
 			}
 			if oh, ook := hostname(o); ok && ook && oh == h {
 				out[i] = mergeLabels(o, t)
+				members[i] = append(members[i], j)
 				continue next
 			}
 		}
 		out = append(out, t)
+		members = append(members, []int{j})
+	}
+	for i, m := range members {
+		if len(m) < 2 {
+			continue
+		}
+		out[i] = slices.DeleteFunc(out[i], func(p mapping.LabelPair) bool {
+			perSource := false
+			for _, j := range m {
+				if j < len(domains) && slices.Contains(domains[j], p.Name) {
+					perSource = true
+				}
+			}
+			if !perSource {
+				return false
+			}
+			for _, j := range m { // kept when every source has it so
+				if !slices.Contains(ts[j], p) {
+					return true
+				}
+			}
+			return false
+		})
 	}
 	return out
 }

@@ -103,16 +103,31 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 	var genT time.Time
 	c.reads++
 	lastSrc, lastFam, pos := (*sourceState)(nil), -1, 0
+	// with families shared by several sources, the sources' samples are
+	// written into c.merge, then gathered family by family into b (a
+	// source whose metrics change during the read, remapped then, is
+	// merged from the next scrape on)
+	c.loadMetrics()
+	merging := c.shared
+	var out []byte
+	if merging {
+		out, b = b, c.merge.start()
+	}
 	c.read(c.now(), nil, false, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		if s.text.sig != s.sig || s.text.epoch != s.epoch || len(s.text.series) != len(s.families) {
 			s.text = textCache{sig: s.sig, epoch: s.epoch, series: make([][]cachedSeries, len(s.families))}
 		}
 		if s != lastSrc || i != lastFam {
 			lastSrc, lastFam, pos = s, i, 0
-			if flush != nil && len(b) >= flushAt {
+			if merging {
+				c.merge.family(b, f.Name)
+			} else if flush != nil && len(b) >= flushAt {
 				b = flush(b)
 			}
 			b = AppendHeader(b, f, om)
+			if merging {
+				c.merge.body(b)
+			}
 			genT = time.Time{}
 			if created && HasCreated(f) {
 				genT = s.created(f, s.at)
@@ -157,10 +172,76 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 			b = append(AppendCreated(b, f, e.labels, st.v[:st.n]), '\n')
 		}
 	})
+	if merging {
+		b = c.merge.gather(out, b, flushAt, flush)
+	}
 	if targets := c.targets(nil); len(targets) > 0 {
 		b = appendTargets(b, targets, om)
 	}
 	return b
+}
+
+// familyMerge gathers the samples of a family written by several sources
+// (each source writes its families in turn) into one family: header once,
+// then every source's series, families in the order first written. Text
+// format and OpenMetrics both ask for a family's samples in one group.
+type familyMerge struct {
+	buf   []byte
+	segs  []mergeSeg
+	order []string
+	of    map[string][]int // family name -> its segments
+}
+
+// mergeSeg is one source's part of a family in buf: its header from
+// head, its samples from body to end.
+type mergeSeg struct{ head, body, end int }
+
+// start returns the buffer to write the sources' families into.
+func (m *familyMerge) start() []byte {
+	m.segs, m.order = m.segs[:0], m.order[:0]
+	if m.of == nil {
+		m.of = map[string][]int{}
+	}
+	clear(m.of)
+	return m.buf[:0]
+}
+
+// family starts a family named name at the end of b.
+func (m *familyMerge) family(b []byte, name string) {
+	if n := len(m.segs); n > 0 {
+		m.segs[n-1].end = len(b)
+	}
+	if _, ok := m.of[name]; !ok {
+		m.order = append(m.order, name)
+	}
+	m.of[name] = append(m.of[name], len(m.segs))
+	m.segs = append(m.segs, mergeSeg{head: len(b)})
+}
+
+// body marks the end of the header of the family started last.
+func (m *familyMerge) body(b []byte) { m.segs[len(m.segs)-1].body = len(b) }
+
+// gather appends the families written in b to out, merged, and keeps b
+// for the next scrape.
+func (m *familyMerge) gather(out, b []byte, flushAt int, flush func([]byte) []byte) []byte {
+	if n := len(m.segs); n > 0 {
+		m.segs[n-1].end = len(b)
+	}
+	m.buf = b
+	for _, name := range m.order {
+		if flush != nil && len(out) >= flushAt {
+			out = flush(out)
+		}
+		for j, si := range m.of[name] {
+			sg := m.segs[si]
+			from := sg.body
+			if j == 0 {
+				from = sg.head
+			}
+			out = append(out, b[from:sg.end]...)
+		}
+	}
+	return out
 }
 
 // samplesCollector sends a Collector's PCP samples (those sel selects)
@@ -188,7 +269,7 @@ type samplesGatherer struct {
 
 func (g samplesGatherer) Gather() ([]*dto.MetricFamily, error) {
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(samplesCollector{g.c, g.sel}); err != nil {
+	if err := reg.Register(samplesCollector(g)); err != nil {
 		return nil, err
 	}
 	return reg.Gather()

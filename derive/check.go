@@ -40,7 +40,6 @@ type bnode struct {
 	err       error // the operand's fetch error (numval < 0)
 	last      []ival
 	lastErr   error
-	lastValid bool // last holds a sample (libpcp's last_numval from a fetch)
 	stamp     time.Time
 	lastStamp time.Time
 	timeScale float64 // for rate() of a time counter, -1 until computed

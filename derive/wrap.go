@@ -226,6 +226,15 @@ func (w *Source) Instances(indom semantics.InDom) []source.Instance { return w.s
 // metrics are bound to its metric set.
 func (w *Source) Unwrap() source.Source { return w.src }
 
+// Underlying returns the source that src adds derived metrics to when src
+// is derived metrics (Wrap's), else src itself: what a reload wraps anew.
+func Underlying(src source.Source) source.Source {
+	if w, ok := src.(*Source); ok {
+		return w.src
+	}
+	return src
+}
+
 // Close closes the wrapped source.
 func (w *Source) Close() error { return w.src.Close() }
 

@@ -404,22 +404,69 @@ func helpText(md *source.Metric) string {
 // several MapAll calls (several sources served together), and the target
 // labels whose values tell those sources apart.
 type Namespace struct {
-	owner    map[string]string // Prometheus name -> PCP name
+	owner    map[string]nameOwner // Prometheus name -> its first family
+	sharers  map[string]bool      // name and key of each source sharing a name
 	distinct map[string]bool
+}
+
+// nameOwner is the family that took a name first, and the source it came
+// from (key: the values of its distinct target labels).
+type nameOwner struct {
+	pcp, key, help string
+	typ            Type
+	unit           string
+}
+
+// key is the values of target's distinct labels: sources told apart by
+// them (several hosts) have different keys.
+func (ns *Namespace) key(target []LabelPair) string {
+	var b strings.Builder
+	for _, p := range target {
+		if ns.distinct[p.Name] {
+			b.WriteString(p.Name)
+			b.WriteByte('=')
+			b.WriteString(p.Value)
+			b.WriteByte(0)
+		}
+	}
+	return b.String()
+}
+
+// shares reports whether f, of a source whose key is key, may share its
+// names with the families that took them: the same PCP metric, of the
+// same type and unit, from sources told apart by their distinct target
+// labels (several pmcds of different hosts: their series differ by
+// hostname and come in one family). It returns the help the family takes
+// (the first owner's, so that the family has one).
+func (ns *Namespace) shares(f *Family, key string) (string, bool) {
+	if key == "" {
+		return "", false
+	}
+	help := ""
+	for i, n := range []string{f.Name, f.OMName} {
+		o, ok := ns.owner[n]
+		if !ok || o.pcp != f.PCPName || o.key == key || o.typ != f.Type || o.unit != f.Unit || ns.sharers[n+"\x00"+key] {
+			return "", false
+		}
+		if i == 0 {
+			help = o.help
+		}
+	}
+	return help, true
 }
 
 // NewNamespace returns the namespace of one output whose sources have these
 // target labels (TargetLabels): the labels whose values differ between
 // them stay on the series (Distinct).
 func NewNamespace(targets ...[]LabelPair) *Namespace {
-	return &Namespace{owner: map[string]string{}, distinct: Distinct(targets...)}
+	return &Namespace{owner: map[string]nameOwner{}, distinct: Distinct(targets...)}
 }
 
 // clash describes why either name is taken, or returns "".
 func (ns *Namespace) clash(names ...string) string {
 	for _, n := range names {
 		if o, ok := ns.owner[n]; ok {
-			return fmt.Sprintf("%s is already the name of %s", n, o)
+			return fmt.Sprintf("%s is already the name of %s", n, o.pcp)
 		}
 	}
 	return ""
@@ -440,8 +487,9 @@ func (m *Mapper) MapSource(metrics []source.Metric, target []LabelPair, ns *Name
 		ns = &Namespace{}
 	}
 	if ns.owner == nil {
-		ns.owner = map[string]string{}
+		ns.owner = map[string]nameOwner{}
 	}
+	key := ns.key(target)
 	idx := make([]int, len(metrics))
 	for i := range idx {
 		idx[i] = i
@@ -457,6 +505,13 @@ func (m *Mapper) MapSource(metrics []source.Metric, target []LabelPair, ns *Name
 			continue
 		}
 		clash := ns.clash(f.Name, f.OMName)
+		shared := false
+		if clash != "" {
+			var help string
+			if help, shared = ns.shares(&f, key); shared {
+				f.Help, clash = help, ""
+			}
+		}
 		if clash != "" && f.altName != "" && ns.clash(f.altName, f.altOMName) == "" {
 			f.Name, f.OMName, clash = f.altName, f.altOMName, ""
 		}
@@ -464,8 +519,17 @@ func (m *Mapper) MapSource(metrics []source.Metric, target []LabelPair, ns *Name
 			skipped = append(skipped, Skipped{md.Name, SkipNameClash, clash})
 			continue
 		}
-		ns.owner[f.Name] = md.Name
-		ns.owner[f.OMName] = md.Name
+		if shared {
+			if ns.sharers == nil {
+				ns.sharers = map[string]bool{}
+			}
+			ns.sharers[f.Name+"\x00"+key] = true
+			ns.sharers[f.OMName+"\x00"+key] = true
+		} else {
+			o := nameOwner{pcp: md.Name, key: key, help: f.Help, typ: f.Type, unit: f.Unit}
+			ns.owner[f.Name] = o
+			ns.owner[f.OMName] = o
+		}
 		if m.Lean() {
 			f.target, f.distinct = target, ns.distinct
 		}

@@ -58,16 +58,15 @@ type boundFamily struct {
 
 type boundPart struct {
 	*nodePart
-	present    bool
-	pmid       semantics.PMID
-	indom      semantics.InDom
-	mul, div   float64
-	joinPMIDs  []semantics.PMID
-	mulByPMID  semantics.PMID
-	vi, mi     int   // positions in the plan's inner fetch (-1 none)
-	ji         []int // of the joins
-	seen       map[int32]*nodeEntry
-	joinValues []string // scratch
+	present   bool
+	pmid      semantics.PMID
+	indom     semantics.InDom
+	mul, div  float64
+	joinPMIDs []semantics.PMID
+	mulByPMID semantics.PMID
+	vi, mi    int   // positions in the plan's inner fetch (-1 none)
+	ji        []int // of the joins
+	seen      map[int32]*nodeEntry
 }
 
 // nodeEntry is the series an inner instance of a part gives, with what

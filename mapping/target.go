@@ -43,6 +43,15 @@ func (m *Mapper) Lean() bool { return (m.naming == NamingDefault || m.naming == 
 // MMV files) and the mapper's ExtraLabels, and each domain label whose
 // value is the same on every metric that has it. The configuration's drop_labels and keep_labels apply.
 func (m *Mapper) TargetLabels(metrics []source.Metric, extra []LabelPair) []LabelPair {
+	t, _ := m.SourceTarget(metrics, extra)
+	return t
+}
+
+// SourceTarget is TargetLabels, and the names of the labels among them
+// that come from domain labels: they describe the source's metrics (the
+// agent serving them all), not its host, and come and go with the
+// metrics (an MMV directory's first file brings agent="mmv").
+func (m *Mapper) SourceTarget(metrics []source.Metric, extra []LabelPair) (target []LabelPair, domainNames []string) {
 	var s labelSet
 	domain := map[string]string{}
 	mixed := map[string]bool{}
@@ -80,9 +89,10 @@ func (m *Mapper) TargetLabels(metrics []source.Metric, extra []LabelPair) []Labe
 	for _, n := range order {
 		if !mixed[n] {
 			s.set(targetLabelName(n), domain[n])
+			domainNames = append(domainNames, targetLabelName(n))
 		}
 	}
-	return m.filter(s.sorted())
+	return m.filter(s.sorted()), domainNames
 }
 
 // targetLabelName sanitizes a label name; reserved names get the prefix pcp_.

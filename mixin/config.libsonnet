@@ -6,6 +6,9 @@
     exporterSelector: 'job="pcp-exporter"',
     // PCP hosts' series: the same job by default
     hostSelector: self.exporterSelector,
+    // the scrape job of the node_exporter whose textfile collector reads
+    // `pcp-exporter backfill --metrics.textfile` files (Debian's job "node")
+    backfillSelector: 'job="node"',
     // how long a health condition lasts before its alert fires
     healthFor: '5m',
     // how long a host condition lasts before its alert fires

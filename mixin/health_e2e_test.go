@@ -1,6 +1,7 @@
 package mixin
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,13 +63,16 @@ func pmcdPath(t *testing.T) string {
 // causing its condition, then resolve by undoing it: a pmcd that is not
 // there (then started), the MMV directory removed (then back), the followed
 // pmlogger stopped (SIGSTOP, then SIGCONT), a broken mapping file reloaded
-// with SIGHUP (then fixed and reloaded).
+// with SIGHUP (then fixed and reloaded), a backfill whose samples the
+// receiver (this Prometheus, remote write) rejects as out of bounds, its
+// --metrics.textfile read by node_exporter's textfile collector (then a
+// backfill into TSDB blocks that writes every sample).
 func TestHealthAlertsFire(t *testing.T) {
 	longtest.Skip(t, "a minute of Prometheus evaluating the health alerts")
 	if raceEnabled {
 		t.Skip("end-to-end processes only: runs without the race detector")
 	}
-	bins := e2e.Require(t, "prometheus", "pmlogger", "jsonnet", "make", "pminfo")
+	bins := e2e.Require(t, "prometheus", "pmlogger", "jsonnet", "make", "pminfo", "prometheus-node-exporter")
 	pmcd := pmcdPath(t)
 	e2e.LockPMCD(t, false) // pmlogger records from the system pmcd
 	dir := t.TempDir()
@@ -91,7 +95,21 @@ func TestHealthAlertsFire(t *testing.T) {
 	// archives instead of MMV files)
 	exp := startExporter(t, healthExporterAddr, "--pmcd=127.0.0.1:"+privatePMCDPort, "--mmv.dir="+mmvDir, "--mapping.config="+mapFile)
 	startExporter(t, dashArchiveAddr, "--archive="+filepath.Join(dir, "arch"))
-	prom := e2e.StartPrometheus(t, promConfig(filepath.Join(rules, "alerts.yaml"), healthExporterAddr, dashArchiveAddr), "")
+	// node_exporter with only its textfile collector, reading the
+	// backfill's metrics file
+	textDir := filepath.Join(dir, "textfile")
+	if err := os.Mkdir(textDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	nodeAddr := e2e.FreeAddr(t)
+	ne := exec.Command(bins[5], "--web.listen-address="+nodeAddr, "--collector.disable-defaults", "--collector.textfile", "--collector.textfile.directory="+textDir)
+	if err := ne.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ne.Process.Kill(); ne.Wait() })
+	config := promConfig(filepath.Join(rules, "alerts.yaml"), healthExporterAddr, dashArchiveAddr) +
+		fmt.Sprintf("  - job_name: node\n    static_configs:\n      - targets: [%q]\n", nodeAddr)
+	prom := e2e.StartPrometheus(t, config, "", "--web.enable-remote-write-receiver")
 	pmcdSource := "pmcd 127.0.0.1:" + privatePMCDPort
 	tt := t
 
@@ -152,6 +170,26 @@ func TestHealthAlertsFire(t *testing.T) {
 		waitAlert(t, prom, true, map[string]string{"alertname": "PCPExporterReloadFailed", "instance": healthExporterAddr})
 		reload("exclude: []\n")
 		waitAlert(t, prom, false, map[string]string{"alertname": "PCPExporterReloadFailed"})
+	})
+
+	t.Run("backfill rejected", func(t *testing.T) {
+		textfile := filepath.Join(textDir, "pcp-history.prom")
+		archive := filepath.Join("..", "testdata", "pcp-corpus", "archives", "live", "live")
+		backfill := func(wantOK bool, output string) {
+			out, err := exec.Command(exporterBinary(t), "backfill", "--quiet", "--output="+output, "--metrics.textfile="+textfile, "--label=job=pcp-history", archive).CombinedOutput()
+			if (err == nil) != wantOK {
+				t.Fatalf("backfill --output=%s: %v, want success %v\n%s", output, err, wantOK, out)
+			}
+		}
+		// days-old samples: Prometheus's head, scraping now, refuses them
+		backfill(false, "remote-write:"+prom+"/api/v1/write")
+		waitAlert(t, prom, true, map[string]string{"alertname": "PCPExporterBackfillRejections", "backfill": "pcp-history"})
+		reasons := e2e.PromQuery(t, prom, `pcp_exporter_backfill_last_run_rejected_samples{job="node",backfill="pcp-history"}`, time.Time{})
+		if len(reasons) != 1 || reasons[0].Metric["reason"] != "out of bounds" {
+			t.Errorf("rejection reasons %+v, want out of bounds", reasons)
+		}
+		backfill(true, "tsdb:"+t.TempDir())
+		waitAlert(t, prom, false, map[string]string{"alertname": "PCPExporterBackfillRejections"})
 	})
 
 	// nothing else is active: no read errors, no other alert on the way

@@ -87,7 +87,7 @@ func scrapeSeries(t *testing.T, files ...string) map[string]bool {
 // series of the real scrapes in testdata/ (name and labels, but the job and
 // instance Prometheus adds; up is Prometheus's own).
 func TestInputSeriesFromScrapes(t *testing.T) {
-	real := scrapeSeries(t, "testdata/pmcd-host.om", "testdata/exporter-self.prom")
+	real := scrapeSeries(t, "testdata/pmcd-host.om", "testdata/exporter-self.prom", "testdata/backfill-textfile.prom")
 	for _, f := range []string{"tests/health_tests.yaml", "tests/host_tests.yaml"} {
 		b, err := os.ReadFile(f)
 		if err != nil {

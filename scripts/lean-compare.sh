@@ -12,7 +12,12 @@ BASE=${BASE:-19230}
 PCPX=127.0.0.1:$BASE NE=127.0.0.1:$((BASE + 1)) PROM=127.0.0.1:$((BASE + 4))
 dir=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$dir"; }
+# KEEP=1 keeps the directory (logs, Prometheus data) and says where
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null
+	if [ -n "${KEEP:-}" ]; then echo "kept $dir" >&2; else rm -rf "$dir"; fi
+}
 trap cleanup EXIT
 if [ -z "$BIN" ]; then
 	BIN=$dir/pcp-exporter
@@ -64,6 +69,13 @@ created() {
 	q "count(last_over_time({job=\"$1\",__name__!~\"$self\"}[${win}s])) - count({job=\"$1\",__name__!~\"$self\"} @ $(awk -v t="$t0" 'BEGIN{printf "%.3f", t + 1}'))"
 }
 row "series created after 1st scrape" "$(created pcp-exporter)" "$(created node_exporter)"
+# which they are: the metric names and label sets Prometheus saw first
+# after the first scrape (at most 20 per job)
+for job in pcp-exporter node_exporter; do
+	t0=$(q "min_over_time(timestamp(up{job=\"$job\"})[${win}s:15s])")
+	curl -s "http://$PROM/api/v1/query" --data-urlencode "query=last_over_time({job=\"$job\",__name__!~\"$self\"}[${win}s]) unless {job=\"$job\",__name__!~\"$self\"} @ $(awk -v t="$t0" 'BEGIN{printf "%.3f", t + 1}')" |
+		{ grep -o '"metric":{[^}]*}' || true; } | head -20 | sed "s/^/  created ($job): /"
+done
 row "distinct series in the run" "$(q "count(last_over_time({job=\"pcp-exporter\"}[${win}s]))")" "$(q "count(last_over_time({job=\"node_exporter\"}[${win}s]))")"
 sz() { curl -s "$@" | wc -c; }
 row "bytes per scrape, plain" "$(sz "http://$PCPX/metrics")" "$(sz "http://$NE/metrics")"

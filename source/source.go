@@ -42,6 +42,11 @@ type InstValue struct {
 // ValueSet is the values of one metric in a Result (pmValueSet).
 type ValueSet struct {
 	PMID semantics.PMID
+	// ValFmt is the encoding an archive record holds the values in
+	// (pmValueSet's valfmt: semantics.ValInsitu, ValDptr or ValSptr), when
+	// Values is not empty; other sources leave it 0. libpcp's interpolation
+	// refuses a metric whose encoding changes from record to record.
+	ValFmt uint8
 	// Err is the PCP error of this metric at this fetch (for an archive record,
 	// the numval < 0 code), nil when Values holds the (possibly zero) values.
 	Err    error
@@ -126,6 +131,25 @@ func LeftOutOf(src Source) (LeftOut, bool) {
 		return l.LeftOut(), true
 	}
 	return LeftOut{}, false
+}
+
+// MetricErrorer is implemented by sources whose server can answer a metric
+// of a fetch with a PCP error instead of values (pmcd: a PMDA that cannot
+// read it now): the metric is skipped for that fetch and counted here.
+type MetricErrorer interface {
+	// MetricErrors returns how many metrics the last fetch answered with
+	// an error, by error, and how many such answers there were in all.
+	MetricErrors() (last map[semantics.PMError]int, total uint64)
+}
+
+// MetricErrorsOf returns src's MetricErrors; ok is false for a source
+// whose fetches never answer a metric with an error of its server.
+func MetricErrorsOf(src Source) (last map[semantics.PMError]int, total uint64, ok bool) {
+	if m, ok := capability[MetricErrorer](src); ok {
+		last, total := m.MetricErrors()
+		return last, total, true
+	}
+	return nil, 0, false
 }
 
 // Reason says why a source is down; "" when it is up.

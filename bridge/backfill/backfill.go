@@ -4,7 +4,8 @@
 // write, or an OpenMetrics file for promtool. Samples are either every
 // recorded value (raw) or values interpolated by libpcp's rules on a grid of
 // multiples of a step (what `replay` gives). Memory stays bounded: archives
-// are read incrementally and samples flow to the sink in batches.
+// are read incrementally and samples flow to the sink in batches. A run's
+// outcome can be written for node_exporter's textfile collector (textfile.go).
 package backfill
 
 import (

@@ -64,7 +64,7 @@ func keyValues(it attribute.Iterator) []*commonpb.KeyValue {
 		case attribute.FLOAT64:
 			v.Value = &commonpb.AnyValue_DoubleValue{DoubleValue: kv.Value.AsFloat64()}
 		default:
-			v.Value = &commonpb.AnyValue_StringValue{StringValue: kv.Value.Emit()}
+			v.Value = &commonpb.AnyValue_StringValue{StringValue: kv.Value.String()}
 		}
 		out = append(out, &commonpb.KeyValue{Key: string(kv.Key), Value: v})
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pcp-exporter/pcp-exporter/internal/selfmetric"
 )
 
 // Reloader reloads the configuration on SIGHUP (Watch) and on POST or PUT
@@ -31,8 +33,8 @@ type Reloader struct {
 // gauges of the last reload are registered with reg.
 func NewReloader(load func() error, logger *slog.Logger, reg prometheus.Registerer, attrs ...any) *Reloader {
 	r := &Reloader{load: load, logger: logger, attrs: attrs,
-		ok: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pcp_exporter_config_last_reload_successful", Help: "Whether the last configuration reload (mapping and derived metrics) succeeded."}),
-		at: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pcp_exporter_config_last_reload_success_timestamp_seconds", Help: "Timestamp of the last successful configuration load."}),
+		ok: selfmetric.ReloadSuccessful.NewGauge(),
+		at: selfmetric.ReloadSuccessTime.NewGauge(),
 	}
 	r.ok.Set(1)
 	r.at.SetToCurrentTime()

@@ -49,6 +49,7 @@ type backfillFlags struct {
 	failFast   bool
 	timeout    time.Duration
 	omCreated  bool
+	textfile   string
 
 	otlpInsecure bool
 	otlpHeaders  map[string]string
@@ -76,6 +77,7 @@ func backfillCommand() command {
 			cmd.Flag("fail-fast", "Stop at the first batch the destination rejects (by default it is counted, reported and the backfill goes on).").BoolVar(&f.failFast)
 			cmd.Flag("remote-write.timeout", "With remote-write: timeout of one request; a request without an answer is sent again (see the README on duplicates).").Default("30s").DurationVar(&f.timeout)
 			cmd.Flag("openmetrics.created", "With openmetrics:FILE, a _created sample after each counter sample: the archive's start or its last <mark> before it, or the sample before a reset (README: Counter starts). Off by default, as in promhttp: Prometheus 2.x (and 3.x unless its created-timestamp zero ingestion is on) stores each _created as a series of its own.").BoolVar(&f.omCreated)
+			cmd.Flag("metrics.textfile", "At the end of the run (success or not), write its metrics (pcp_exporter_backfill_*: samples read, written, rejected by reason, skipped by reason, success, time) into this NAME.prom file for node_exporter's textfile collector (its --collector.textfile.directory), atomically; the series carry backfill=\"NAME\".").PlaceHolder("FILE").StringVar(&f.textfile)
 			cmd.Flag("otlp.insecure", "With otlp-grpc: no TLS.").BoolVar(&f.otlpInsecure)
 			f.otlpHeaders = map[string]string{}
 			cmd.Flag("otlp.headers", "With otlp-*: a header sent with every request (KEY=VALUE, repeatable).").StringMapVar(&f.otlpHeaders)
@@ -90,7 +92,26 @@ func isTerminal(f *os.File) bool {
 	return err == nil
 }
 
+// runBackfill runs a backfill; with --metrics.textfile it writes the run's
+// metrics whatever its outcome.
 func runBackfill(f *backfillFlags, stderr io.Writer) error {
+	if f.textfile != "" {
+		if err := backfill.CheckTextfile(f.textfile); err != nil {
+			return usagef("--metrics.textfile %v", err)
+		}
+	}
+	began := time.Now()
+	var st backfill.Stats
+	err := backfillRun(f, stderr, &st)
+	if f.textfile != "" {
+		if werr := backfill.WriteTextfile(f.textfile, st, began, time.Now(), err); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	return err
+}
+
+func backfillRun(f *backfillFlags, stderr io.Writer, stp *backfill.Stats) error {
 	if f.raw && f.step > 0 {
 		return usagef("--raw and --step exclude each other")
 	}
@@ -144,6 +165,7 @@ func runBackfill(f *backfillFlags, stderr io.Writer) error {
 		return err
 	}
 	st, err := write(ctx, opts)
+	*stp = st
 	if tty {
 		fmt.Fprintln(stderr)
 	}

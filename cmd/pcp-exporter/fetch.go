@@ -3,10 +3,8 @@ package main
 import (
 	"bufio"
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -21,47 +19,8 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/mmv"
 	"github.com/pcp-exporter/pcp-exporter/source/pmcd"
 )
-
-// mmvFlags are the MMV source flags of info and fetch.
-type mmvFlags struct {
-	path     string
-	pidCheck bool
-}
-
-func addMMVFlags(cmd *kingpin.CmdClause, required bool) *mmvFlags {
-	f := &mmvFlags{}
-	fl := cmd.Flag("mmv", "MMV file, or directory of MMV files (as $PCP_TMP_DIR/mmv).").PlaceHolder("PATH")
-	if required {
-		fl = fl.Required()
-	}
-	fl.StringVar(&f.path)
-	cmd.Flag("mmv.pid-check", "Honour the PROCESS flag of MMV files as pmdammv does: export a file only while its writer's PID exists (turn off when the writer lives in another PID namespace).").
-		Default("true").BoolVar(&f.pidCheck)
-	return f
-}
-
-// openMMV opens an MMV file or directory as a source.
-func openMMV(path string, pidCheck bool, logger *slog.Logger) (source.Source, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("mmv: %s: no such file or directory", path)
-		}
-		return nil, err
-	}
-	opts := mmv.Options{PIDCheck: pidCheck, Logger: logger}
-	if st.IsDir() {
-		return mmv.OpenDir(path, opts)
-	}
-	f, err := mmv.OpenFile(path, opts)
-	if errors.Is(err, mmv.ErrProcessGone) {
-		return nil, fmt.Errorf("%w; --no-mmv.pid-check exports it anyway (for a writer in another PID namespace)", err)
-	}
-	return f, err
-}
 
 func fetchCommand() command {
 	return command{

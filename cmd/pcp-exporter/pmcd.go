@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -122,13 +121,22 @@ func pmcdFetchError(src source.Source) error {
 	return nil
 }
 
-// openPMCDSources opens serve's pmcd sources. With no source flag at all
+// pmcdKindFlags declares serve's pmcd flags: --pmcd (repeatable), its
+// options, and the process groups made of its proc agent.
+func pmcdKindFlags(cmd *kingpin.CmdClause, f *serveFlags) {
+	f.pmcd = addPMCDFlags(cmd, true)
+	f.groups = addGroupFlags(cmd)
+}
+
+// openPMCDKind opens serve's pmcd sources. With no source flag at all
 // (no --pmcd, --archive or --mmv.dir), the local pmcd is exported when it
-// answers, next to the MMV directory: auto is then true. A pmcd named with
-// --pmcd that does not answer yet is a source that is down until it does.
-func openPMCDSources(f *serveFlags, logger *slog.Logger) (srcs []bridge.Source, closeAll func(), auto bool, err error) {
+// answers, next to the MMV directory: o.auto is then true. A pmcd named
+// with --pmcd that does not answer yet is a source that is down until it
+// does.
+func openPMCDKind(f *serveFlags, o *opened, logger *slog.Logger) error {
 	pf := f.pmcd
 	specs := pf.specs
+	auto := false
 	if len(specs) == 0 && len(f.archives) == 0 && !f.mmvDirSet && !f.demo {
 		probe, err := pmcd.New("local:", pmcd.Options{Timeout: time.Second})
 		if err == nil && probe.Ping() == nil {
@@ -136,16 +144,11 @@ func openPMCDSources(f *serveFlags, logger *slog.Logger) (srcs []bridge.Source, 
 			logger.Info("no source flag and the local pmcd answers: serving pmcd and the MMV directory", "mmv.dir", f.mmvDir)
 		}
 	}
+	o.auto = auto
 	f.lean.metrics = pf.metrics
 	opts, err := pf.options(logger, auto || f.mmvDirSet, f.lean.pmcdExcludes(f.groups != nil && (f.groups.on || f.groups.match != ""))...)
 	if err != nil {
-		return nil, nil, false, err
-	}
-	var closers []func()
-	closeAll = func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
+		return err
 	}
 	// every pmcd is read at once, and serving starts after --pmcd.timeout
 	// at the latest: a pmcd still reading its metadata is down until done
@@ -153,10 +156,9 @@ func openPMCDSources(f *serveFlags, logger *slog.Logger) (srcs []bridge.Source, 
 	for i, spec := range specs {
 		p, err := pmcd.New(spec, opts)
 		if err != nil {
-			closeAll()
-			return nil, nil, false, usagef("--pmcd: %v", err)
+			return usagef("--pmcd: %v", err)
 		}
-		closers = append(closers, func() { p.Close() })
+		o.onClose(func() { p.Close() })
 		_ = p.ConnectBy(time.Now()) // starts the read
 		ps[i] = p
 	}
@@ -167,74 +169,12 @@ func openPMCDSources(f *serveFlags, logger *slog.Logger) (srcs []bridge.Source, 
 		}
 		var src source.Source = p
 		if src, err = f.groups.wrap(src); err != nil {
-			closeAll()
-			return nil, nil, false, err
+			return err
 		}
 		if src, err = f.derived.wrap(src, logger); err != nil {
-			closeAll()
-			return nil, nil, false, err
+			return err
 		}
-		srcs = append(srcs, bridge.Source{Name: "pmcd " + p.Endpoint().String(), Src: src})
+		o.add("pmcd", bridge.Source{Name: "pmcd " + p.Endpoint().String(), Src: src})
 	}
-	return srcs, closeAll, auto, nil
-}
-
-// pmcdErrors exports, per pmcd source, the metrics pmcd answered with an
-// error at the last fetch (by error) and the count of such answers.
-type pmcdErrors struct {
-	srcs      []bridge.Source
-	last, all *prometheus.Desc
-}
-
-func registerPMCD(reg prometheus.Registerer, srcs []bridge.Source) {
-	var ps []bridge.Source
-	for _, s := range srcs {
-		if isPMCD(s.Src) {
-			ps = append(ps, s)
-		}
-	}
-	if len(ps) == 0 {
-		return
-	}
-	reg.MustRegister(&pmcdErrors{
-		srcs: ps,
-		last: prometheus.NewDesc("pcp_exporter_pmcd_metric_errors", "Metrics pmcd answered with an error at the last fetch (skipped), by PCP error code.", []string{"source", "code"}, nil),
-		all:  prometheus.NewDesc("pcp_exporter_pmcd_metric_errors_total", "Metric values pmcd answered with an error (skipped).", []string{"source"}, nil),
-	})
-}
-
-func isPMCD(src source.Source) bool {
-	_, ok := pmcdOf(src)
-	return ok
-}
-
-// pmcdOf finds the pmcd source under wrappers (derived metrics).
-func pmcdOf(src source.Source) (*pmcd.Source, bool) {
-	for src != nil {
-		if p, ok := src.(*pmcd.Source); ok {
-			return p, true
-		}
-		w, ok := src.(source.Wrapper)
-		if !ok {
-			break
-		}
-		src = w.Unwrap()
-	}
-	return nil, false
-}
-
-func (c *pmcdErrors) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.last
-	ch <- c.all
-}
-
-func (c *pmcdErrors) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.srcs {
-		p, _ := pmcdOf(s.Src)
-		last, total := p.MetricErrors()
-		for code, n := range last {
-			ch <- prometheus.MustNewConstMetric(c.last, prometheus.GaugeValue, float64(n), s.Name, strconv.Itoa(int(code)))
-		}
-		ch <- prometheus.MustNewConstMetric(c.all, prometheus.CounterValue, float64(total), s.Name)
-	}
+	return nil
 }

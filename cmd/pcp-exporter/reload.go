@@ -24,10 +24,7 @@ func newReloader(f *serveFlags, targets []bridge.Reconfigurable, logger *slog.Lo
 			return err
 		}
 		rewrap := func(s source.Source) (source.Source, error) {
-			if d, ok := s.(*derive.Source); ok {
-				s = d.Unwrap()
-			}
-			w, err := f.derived.wrap(s, logger)
+			w, err := f.derived.wrap(derive.Underlying(s), logger)
 			if err != nil {
 				return nil, fmt.Errorf("derived.config: %w", err)
 			}

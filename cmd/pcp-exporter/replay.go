@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -77,45 +74,6 @@ func splitArchiveArgs(args []string) (paths, metrics []string) {
 		paths = append(paths, a)
 	}
 	return paths, nil
-}
-
-// parseWhen parses the value s of --flag: an RFC 3339 time or +DURATION
-// after origin. Its errors name the flag and the value.
-func parseWhen(flag, s string, origin time.Time) (time.Time, error) {
-	if rest, ok := strings.CutPrefix(s, "+"); ok {
-		d, err := time.ParseDuration(rest)
-		if err != nil {
-			if secs, err2 := strconv.ParseFloat(rest, 64); err2 == nil && !math.IsNaN(secs) && math.Abs(secs) < 1<<62/1e9 {
-				return origin.Add(time.Duration(secs*1e9 + 0.5)), nil
-			}
-			return time.Time{}, usagef("--%s=%s: want RFC 3339 or +DURATION (%v)", flag, clip(s), err)
-		}
-		return origin.Add(d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, usagef("--%s=%s: want RFC 3339 or +DURATION", flag, clip(s))
-	}
-	return t, nil
-}
-
-// checkWindow rejects a --start outside [first, last] (saying on which
-// side) and a --finish before the start.
-func checkWindow(start, finish, first, last time.Time, startFlag, finishFlag string) error {
-	if start.IsZero() {
-		start = first
-	}
-	switch {
-	case start.Before(first):
-		return usagef("--%s %s is before the start of the archives (%s)", startFlag, start.Format(time.RFC3339Nano), first.Format(time.RFC3339Nano))
-	case start.After(last):
-		return usagef("--%s %s is after the end of the archives (%s)", startFlag, start.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano))
-	case !finish.IsZero() && finish.Before(first):
-		return usagef("--%s %s is before the start of the archives (%s)", finishFlag, finish.Format(time.RFC3339Nano), first.Format(time.RFC3339Nano))
-	case !finish.IsZero() && finish.Before(start):
-		return usagef("--%s %s is before --%s %s", finishFlag, finish.Format(time.RFC3339Nano), startFlag, start.Format(time.RFC3339Nano))
-	}
-	return nil
 }
 
 // maxSamples bounds replay's sample count when --samples does not give it:

@@ -52,6 +52,10 @@ type PMCDConfig struct {
 	// per connection from -Q alone, so tls-verify-clients in its tls.conf
 	// would be overridden).
 	Args []string
+	// Hostname, when set, runs the pmcd in a UTS namespace of its own
+	// (unshare -u, root only) with this hostname: its context labels
+	// (hostname) and pmcd.hostname are another host's, as a remote pmcd's.
+	Hostname string
 }
 
 // PMCD is a private pmcd started by a test.
@@ -115,6 +119,18 @@ func StartPMCD(t testing.TB, cfg PMCDConfig) *PMCD {
 	host, port, _ := net.SplitHostPort(p.Addr)
 	args := append([]string{"-f", "-A", "-i", host, "-p", port, "-s", p.Socket, "-c", conf, "-l", p.Log, "-x", filepath.Join(dir, "pmcd.err")}, cfg.Args...)
 	p.cmd = exec.Command(bin, args...)
+	if cfg.Hostname != "" {
+		// pmcd's labels read the hostname at start (gethostname), which
+		// Go cannot set in the child between the clone and the exec
+		un := Require(t, "unshare", "hostname")
+		if os.Geteuid() != 0 {
+			if Mandatory() {
+				t.Fatal("a pmcd of another hostname needs root (unshare -u)")
+			}
+			t.Skip("a pmcd of another hostname needs root (unshare -u)")
+		}
+		p.cmd = exec.Command(un[0], append([]string{"-u", "sh", "-c", `"$0" "$1" && shift && exec "$@"`, un[1], cfg.Hostname, bin}, args...)...)
+	}
 	p.cmd.Env = env
 	p.cmd.Dir = dir
 	if err := p.cmd.Start(); err != nil {

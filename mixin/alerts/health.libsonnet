@@ -98,6 +98,16 @@
           },
         },
         {
+          alert: 'PCPExporterBackfillRejections',
+          expr: 'pcp_exporter_backfill_last_run_samples{%(backfillSelector)s, outcome="rejected"} > 0' % $._config,
+          'for': $._config.healthFor,
+          labels: { severity: 'warning' },
+          annotations: {
+            summary: 'The last run of a pcp-exporter backfill had samples rejected.',
+            description: 'The destination rejected {{ $value | humanize }} samples of the last run of backfill {{ $labels.backfill }} (node_exporter {{ $labels.instance }}); pcp_exporter_backfill_last_run_rejected_samples tells the reasons (out of bounds: older than the receiver accepts, write TSDB blocks instead).',
+          },
+        },
+        {
           alert: 'PCPExporterOTLPExportErrors',
           expr: 'increase(pcp_exporter_otlp_export_errors_total{%(exporterSelector)s}[%(rateInterval)s]) > 0' % $._config,
           'for': $._config.healthFor,

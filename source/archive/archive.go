@@ -12,6 +12,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Archive is an open PCP archive. Its metadata accessors are safe for
@@ -98,16 +99,16 @@ func open(path string, live bool) (*Archive, error) {
 		if err != nil {
 			return nil, err
 		}
-		il, err := parseLabel(ip, ib)
+		il, err := pcplog.ParseLabel(ip, ib)
 		if err != nil {
 			return nil, err
 		}
-		if err := a.checkLabel(ip, il, volIndex); err != nil {
+		if err := a.checkLabel(ip, il, pcplog.VolIndex); err != nil {
 			return nil, err
 		}
-		lsz := labelSize(l.Version)
+		lsz := pcplog.LabelSize(l.Version)
 		var n int
-		st.index, n = parseIndex(ib[lsz:], l.Version)
+		st.index, n = pcplog.ParseIndex(ib[lsz:], l.Version)
 		st.indexOff = int64(lsz + n)
 	}
 	st.vols, err = findVolumes(base)
@@ -142,14 +143,14 @@ func readMeta(mp string, live bool) (Label, *meta, error) {
 		if err != nil {
 			return Label{}, nil, err
 		}
-		if l, err = parseLabel(mp, b); err != nil {
+		if l, err = pcplog.ParseLabel(mp, b); err != nil {
 			return Label{}, nil, err
 		}
 		if err := checkMetaLabel(mp, l); err != nil {
 			return Label{}, nil, err
 		}
 		m = newMeta()
-		m.off = int64(labelSize(l.Version))
+		m.off = int64(pcplog.LabelSize(l.Version))
 		used, err := m.parse(mp, b[m.off:])
 		if err != nil {
 			return Label{}, nil, err
@@ -164,7 +165,7 @@ func readMeta(mp string, live bool) (Label, *meta, error) {
 }
 
 func checkMetaLabel(mp string, l Label) error {
-	if l.Vol != volMeta {
+	if l.Vol != pcplog.VolMeta {
 		return &FormatError{File: mp, Off: 20, Msg: fmt.Sprintf("label volume %d, want -1 for .meta", l.Vol)}
 	}
 	return nil
@@ -254,7 +255,7 @@ func (a *Archive) RecordsFrom(t time.Time) *Reader {
 
 // seek positions a new Reader at an index entry; false if the entry is unusable.
 func (a *Archive) seek(r *Reader, st *state, e IndexEntry) bool {
-	if e.DataOff < int64(labelSize(a.label.Version)) {
+	if e.DataOff < int64(pcplog.LabelSize(a.label.Version)) {
 		return false
 	}
 	for vi, v := range st.vols {
@@ -302,7 +303,7 @@ func (a *Archive) Refresh() error {
 	if a.indexPath == "" {
 		if ip, err := findFile(a.base + ".index"); err == nil && compressionOf(ip) == "" {
 			a.indexPath = ip
-			st.indexOff = int64(labelSize(a.label.Version))
+			st.indexOff = int64(pcplog.LabelSize(a.label.Version))
 		}
 	}
 	if a.indexPath != "" && compressionOf(a.indexPath) == "" {
@@ -310,7 +311,7 @@ func (a *Archive) Refresh() error {
 		if err != nil {
 			return err
 		}
-		es, n := parseIndex(b, a.label.Version)
+		es, n := pcplog.ParseIndex(b, a.label.Version)
 		if len(es) > 0 {
 			st.index = append(old.index[:len(old.index):len(old.index)], es...)
 			st.indexOff += int64(n)
@@ -808,7 +809,7 @@ func recordAt(path string, off int64) bool {
 		return false
 	}
 	n := int64(int32(be32(b[:])))
-	if n < 16 || n > maxRecordSize-1 {
+	if n < 16 || n > pcplog.MaxRecordSize-1 {
 		return false
 	}
 	if _, err := f.ReadAt(b[:], off+n-4); err != nil {

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Archive discovery: what a path the user gave names. A path is an
@@ -210,10 +212,10 @@ func readLabel(path string) (Label, error) {
 		return Label{}, err
 	}
 	defer f.Close()
-	b := make([]byte, labelLenV3)
+	b := make([]byte, pcplog.LabelLenV3)
 	n, err := io.ReadFull(f, b)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return Label{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return parseLabel(path, b[:n])
+	return pcplog.ParseLabel(path, b[:n])
 }

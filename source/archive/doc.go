@@ -22,4 +22,8 @@
 //
 // Corrupt input gives a *FormatError naming the file and the byte offset;
 // a truncated last record (a writer still at work) ends iteration cleanly.
+//
+// The label, the index entries, FormatError and the value encodings libpcp
+// accepts are package pcplog's, the file format's package, which the rest
+// of the format is to move into (issue 33).
 package archive

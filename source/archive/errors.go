@@ -1,59 +1,27 @@
 package archive
 
 import (
-	"strconv"
+	"encoding/binary"
+	"errors"
 
-	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
-// FormatError reports corrupt or unsupported content of an archive file.
-type FormatError struct {
-	File string // path of the file
-	Off  int64  // byte offset in the (uncompressed) file
-	Msg  string
-}
-
-// Error returns the file, the offset and the message.
-func (e *FormatError) Error() string {
-	return e.File + ": offset " + strconv.FormatInt(e.Off, 10) + ": " + e.Msg
-}
-
-// ErrEncoding is the error of a value set whose encoding contradicts its
-// metric's descriptor: values in place (PM_VAL_INSITU) for a type that
-// needs a value block (64-bit, double, string, aggregate, event), or value
-// blocks for a 32-bit integer. libpcp refuses them: pmExtractValue answers
-// PM_ERR_CONV for such a value read as is, and an interpolating pmFetch
-// that meets one for a metric asked fails with PM_ERR_LOGREC ("Corrupted
-// record in a PCP archive log", interp.c's update_bounds). It is
-// semantics.PMError(PM_ERR_CONV) to errors.Is.
-var ErrEncoding error = encodingError{}
-
-type encodingError struct{}
-
-func (encodingError) Error() string {
-	return semantics.PMError(pmErrConv).Error() + " (value encoding contradicts the metric's type)"
-}
-
-func (encodingError) Is(target error) bool { return target == semantics.PMError(pmErrConv) }
-
-// pmErrConv and pmErrLogRec are PCP's PM_ERR_CONV and PM_ERR_LOGREC.
-const (
-	pmErrConv   = -12362
-	pmErrLogRec = -12373
+// The format's types and errors, as pcplog declares them.
+type (
+	FormatError = pcplog.FormatError
+	Label       = pcplog.Label
+	IndexEntry  = pcplog.IndexEntry
 )
 
-// encodingFits reports whether value format valfmt (in place, or value
-// blocks) is the one libpcp accepts for type typ (interp.c's update_bounds:
-// 32-bit integers in place, float either way, any other type in blocks).
-func encodingFits(valfmt uint32, typ semantics.Type) bool {
-	switch typ {
-	case semantics.Type32, semantics.TypeU32:
-		return valfmt == semantics.ValInsitu
-	case semantics.TypeFloat:
-		return true
-	case semantics.Type64, semantics.TypeU64, semantics.TypeDouble, semantics.TypeString,
-		semantics.TypeAggregate, semantics.TypeAggregateStatic, semantics.TypeEvent, semantics.TypeHighresEvent:
-		return valfmt != semantics.ValInsitu
-	}
-	return true // no type to contradict
-}
+// ErrEncoding and ErrValueBlock: see pcplog.
+var (
+	ErrEncoding   = pcplog.ErrEncoding
+	ErrValueBlock = pcplog.ErrValueBlock
+)
+
+func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
+
+// errRefused is decodeBlocks' answer for a value block read as is that
+// pmExtractValue refuses: the set is ErrValueBlock.
+var errRefused = errors.New("value block refused")

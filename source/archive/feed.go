@@ -69,6 +69,7 @@ func (f *feed) seekEntry(ai int, e IndexEntry) {
 func (f *feed) reader(ai int) *Reader {
 	r := f.archives[ai].Records()
 	r.sparse = f.sparse
+	r.interp = true
 	if f.keep != nil {
 		r.Only(f.keep)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
+
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // compressionSuffixes are tried in libpcp's order when the plain file is
@@ -300,7 +302,7 @@ func readCompressedMeta(path string) (Label, *meta, error) {
 	if err := fill(metaWindow); err != nil {
 		return Label{}, nil, err
 	}
-	l, err := parseLabel(path, buf)
+	l, err := pcplog.ParseLabel(path, buf)
 	if err != nil {
 		return Label{}, nil, err
 	}
@@ -308,7 +310,7 @@ func readCompressedMeta(path string) (Label, *meta, error) {
 		return Label{}, nil, err
 	}
 	m := newMeta()
-	m.off = int64(labelSize(l.Version))
+	m.off = int64(pcplog.LabelSize(l.Version))
 	if int(m.off) > len(buf) {
 		return Label{}, nil, &FormatError{File: path, Off: int64(len(buf)), Msg: "label: file too short"}
 	}

@@ -460,7 +460,7 @@ func (f *Follow) readValues(pmids []semantics.PMID, ts time.Time) {
 		}
 		p.sets = p.sets[:len(rec.Sets)]
 		for j, set := range rec.Sets {
-			p.sets[j] = source.ValueSet{PMID: set.PMID, Err: set.Err, Values: cloneValues(p.sets[j].Values[:0], set.Values)}
+			p.sets[j] = source.ValueSet{PMID: set.PMID, ValFmt: set.ValFmt, Err: set.Err, Values: cloneValues(p.sets[j].Values[:0], set.Values)}
 		}
 	}
 }

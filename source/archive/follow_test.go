@@ -12,6 +12,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // libpcpAt reads libpcp's answers (a corpus interp or records CSV) by time
@@ -330,7 +331,7 @@ func TestFollowMetadataGrows(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the label, then the first record only (a descriptor)
-	first := labelLenV2 + int(be32(full[labelLenV2:]))
+	first := pcplog.LabelLenV2 + int(be32(full[pcplog.LabelLenV2:]))
 	if err := os.WriteFile(base+".meta", full[:first], 0o644); err != nil {
 		t.Fatal(err)
 	}

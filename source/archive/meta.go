@@ -10,6 +10,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // .meta record types (libpcp.h).
@@ -101,13 +102,13 @@ func (d *decoder) stamp(v3 bool) time.Time {
 		if b == nil {
 			return time.Time{}
 		}
-		return timeV3(b)
+		return pcplog.TimeV3(b)
 	}
 	b := d.bytes(8)
 	if b == nil {
 		return time.Time{}
 	}
-	return timeV2(b)
+	return pcplog.TimeV2(b)
 }
 
 type metricInfo struct {

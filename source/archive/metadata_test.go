@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // todTime turns pmdumplog's time of day ("08:57:27.395791" with 6 or 9
@@ -240,7 +241,7 @@ func TestRefreshFollowsGrowingArchive(t *testing.T) {
 		for _, ext := range []string{".0", ".meta", ".index"} {
 			b, _ := os.ReadFile(base + ext)
 			orig[ext] = b
-			lsz := labelSize(full.Label().Version)
+			lsz := pcplog.LabelSize(full.Label().Version)
 			cut := lsz + (len(b)-lsz)/2
 			if ext == ".meta" {
 				cut = lsz + (len(b)-lsz)/3

@@ -7,6 +7,14 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
 
+// positioning is the state of the first fetch's positioning (see
+// position): rolling tracks the earliest record time it applies in rollMin
+// while trackMin is set.
+type positioning struct {
+	trackMin bool
+	rollMin  float64
+}
+
 // position is the first fetch's positioning at tReq: libpcp's
 // __pmLogSetTime (the temporal index) and the backward search of
 // __pmLogFetchInterp, which finds for each wanted instance the latest
@@ -163,6 +171,7 @@ func (r *Replay) scanStretch(ai int, ents []IndexEntry, lo, hi int, tReq float64
 	a := r.archives[ai]
 	st := a.state()
 	rd := a.Records()
+	rd.interp = true
 	defer rd.Close()
 	if lo >= 0 {
 		a.seek(rd, st, ents[lo])
@@ -234,6 +243,10 @@ func (r *Replay) applyPrior(rec *Record, tThis float64, missing []*icp) {
 			if pm != nil && set.Err == ErrEncoding {
 				r.corrupt = true // libpcp's update_bounds: PM_ERR_LOGREC
 			}
+			continue
+		}
+		if pm.encodingChanged(set) {
+			r.corrupt = true // update_bounds: "valfmt changed"
 			continue
 		}
 		for j := range set.Values {

@@ -17,6 +17,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // denseIndex copies the uncompressed archive at base into a temporary
@@ -35,7 +36,7 @@ func denseIndex(t *testing.T, base string, every int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := append([]byte(nil), ib[:labelSize(v)]...)
+	out := append([]byte(nil), ib[:pcplog.LabelSize(v)]...)
 	orig := a.Index()
 	tsz := 8
 	if v == 3 {
@@ -65,7 +66,7 @@ func denseIndex(t *testing.T, base string, every int) string {
 				metaOff = e.MetaOff
 			}
 		}
-		e := make([]byte, indexEntrySize(v))
+		e := make([]byte, pcplog.IndexEntrySize(v))
 		copy(e, vol[rec.Off+4:rec.Off+4+int64(tsz)])
 		if v == 3 {
 			binary.BigEndian.PutUint32(e[12:], uint32(rec.Vol))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // runsRefused counts the runs skipRun found and did not pass over (tests).
@@ -218,6 +219,10 @@ type Reader struct {
 	noSkipEnd int64
 	hbuf      []byte // skipRun's heads
 	tails     *tails // reading the runs' ends ahead (nil: none)
+	// interp: value blocks are read as libpcp's interpolation reads them
+	// (a replay's readers), their own type byte and length unchecked;
+	// otherwise as pmExtractValue reads them (see ErrValueBlock)
+	interp bool
 }
 
 type typeCache struct {
@@ -276,7 +281,7 @@ func (r *Reader) open(vf volumeFile) error {
 	if err != nil {
 		return err
 	}
-	lsz := labelSize(r.version)
+	lsz := pcplog.LabelSize(r.version)
 	// the label alone first: a reader that only checks it (Open) or
 	// seeks near the end (End) reads no more
 	v := &volReader{s: s, num: vf.num, buf: make([]byte, lsz), exact: r.sparse && s.plain}
@@ -287,7 +292,7 @@ func (r *Reader) open(vf volumeFile) error {
 		}
 		return &FormatError{File: vf.path, Off: int64(v.w - v.r), Msg: "truncated label"}
 	}
-	l, err := parseLabel(vf.path, v.buf[v.r:v.w])
+	l, err := pcplog.ParseLabel(vf.path, v.buf[v.r:v.w])
 	if err != nil {
 		return err
 	}
@@ -329,7 +334,7 @@ func (r *Reader) read() (bool, error) {
 		r.noteZeros()
 		return false, nil
 	}
-	if n < r.hdrSize+4 || n > maxRecordSize-1 {
+	if n < r.hdrSize+4 || n > pcplog.MaxRecordSize-1 {
 		return false, &FormatError{File: v.s.path, Off: v.off, Msg: fmt.Sprintf("record length %d out of range", n)}
 	}
 	if !v.fill(n) {
@@ -437,14 +442,14 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 		}
 		l, np := int(e.len), int(e.np)
 		nextLen = l
-		if l < hl+4 || l > maxRecordSize-1 || np <= 0 || np > (l-hl-4)/8 {
+		if l < hl+4 || l > pcplog.MaxRecordSize-1 || np <= 0 || np > (l-hl-4)/8 {
 			break // a mark, or what the decoding reports
 		}
 		var t float64
 		if r.version == 3 {
-			t = secs(timeV3(e.tb[:]))
+			t = secs(pcplog.TimeV3(e.tb[:]))
 		} else {
-			t = secs(timeV2(e.tb[:]))
+			t = secs(pcplog.TimeV2(e.tb[:]))
 		}
 		if t > tReq || t < last {
 			break
@@ -470,7 +475,7 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 		return 0, 0, runNone, nil
 	}
 	j := pos - int64(jLen)
-	if nextLen < hl+4 || nextLen > maxRecordSize-1 {
+	if nextLen < hl+4 || nextLen > pcplog.MaxRecordSize-1 {
 		nextLen = 0
 	}
 	// j and the record after it (the next one read) in one read, unless
@@ -565,7 +570,7 @@ func (h *heads) at(off int64) recHead {
 	e := recHead{len: int32(be32(h.b[4:])), np: int32(be32(h.b[hl:]))}
 	copy(e.tb[:], h.b[8:hl])
 	l := int(e.len)
-	if l < hl+4 || l > maxRecordSize-1 {
+	if l < hl+4 || l > pcplog.MaxRecordSize-1 {
 		return e
 	}
 	k, _ := h.f.ReadAt(h.b, off+int64(l)-4)
@@ -596,10 +601,10 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	out.Off = off
 	var p int
 	if r.version == 3 {
-		out.Time = timeV3(rec[4:])
+		out.Time = pcplog.TimeV3(rec[4:])
 		p = 16
 	} else {
-		out.Time = timeV2(rec[4:])
+		out.Time = pcplog.TimeV2(rec[4:])
 		p = 12
 	}
 	end := n - 4
@@ -688,6 +693,7 @@ func (r *Reader) decode(rec []byte, off int64) error {
 			return r.ferr(off+int64(p)-4, "numval %d of %s does not fit in the record", numval, pmid)
 		}
 		valfmt := be32(rec[p:])
+		vs.ValFmt = uint8(valfmt) // checked below
 		p += 4
 		tc := &r.types[i]
 		typ := tc.typ
@@ -710,7 +716,7 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		dst := vals[base:]
 		vl := rec[p : p+8*nv]
 		p += 8 * nv
-		if typ != -2 && !encodingFits(valfmt, typ) {
+		if typ != -2 && !pcplog.EncodingFits(valfmt, typ) {
 			// libpcp refuses the values (see ErrEncoding)
 			vals = vals[:base]
 			vs.Err = ErrEncoding
@@ -722,7 +728,12 @@ func (r *Reader) decode(rec []byte, off int64) error {
 			decodeInsitu(dst, vl, typ)
 		case semantics.ValDptr, semantics.ValSptr:
 			r.setBytes = false
-			if err := r.decodeBlocks(dst, vl, typ, rec[:end], off, p-8*nv, pmid); err != nil {
+			if err := r.decodeBlocks(dst, vl, typ, rec[:end], off, p-8*nv, pmid); err == errRefused {
+				vals = vals[:base]
+				vs.Err = ErrValueBlock
+				out.Sets = append(out.Sets, vs)
+				continue
+			} else if err != nil {
 				return err
 			}
 			if r.setBytes {
@@ -824,6 +835,15 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.T
 		t := typ
 		if t == -2 {
 			t = semantics.Type(hdr >> 24)
+		} else if !pcplog.BlockFits(hdr, t) {
+			if !r.interp {
+				return errRefused // libpcp's pmExtractValue: PM_ERR_CONV
+			}
+			// libpcp's interpolation reads a number's bytes whatever
+			// the block says of its type and length
+			if n := pcplog.NumberSize(t); n > 0 && 4+n <= len(b) {
+				payload = b[4 : 4+n]
+			}
 		}
 		d := &dst[j]
 		d.Inst = int32(be32(w))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // ReplayOptions configures a Replay.
@@ -55,63 +56,23 @@ type Replay struct {
 	archives   []*Archive
 	opts       ReplayOptions
 	start      time.Time // label start of the first archive: time origin
-	// corrupt: a record read for this fetch holds a value set of a metric
-	// asked whose encoding contradicts its type (ErrEncoding)
-	corrupt bool
 
 	metrics []source.Metric
 	descs   map[semantics.PMID]semantics.Desc
 
-	pms map[semantics.PMID]*pmState
-	// caliper's answers since the last reset, per instance domain
-	calipers map[semantics.InDom]map[int32][2]float64
-	// hashWalkOrder's answers since the last reset, per instance domain
-	orders map[semantics.InDom][]int32
-	want   []*icp
-	ending []*icp // searchForward's scratch
-	// the metrics of the last Fetch and their states (see pmsOf)
-	lastPMIDs []semantics.PMID
-	lastPMs   []*pmState
-
 	feed    *feed
-	setHint []setHint // the metric at each set position of the last record
-	// the same for the records supplies and fillWin see (the reader's,
-	// before the window leaves out the metrics not followed)
-	supHint, winHint []setHint
-	pmList           []*pmState // the states of r.pms that are not nil
-	view             winRec     // the reader's current record, seen in place
-	win              []*winRec  // records read ahead of the position, oldest first
-	// values held in win
-	winValues int
-	spare     []*winRec
-	end       time.Time
-	haveEnd   bool
-	lastReq   float64
-	fetched   bool
-	served    time.Time  // the time of the last fetch
-	runs      *runStarts // for Generation, made at its first call
+	end     time.Time
+	haveEnd bool
+	lastReq float64
+	fetched bool
+	served  time.Time  // the time of the last fetch
+	runs    *runStarts // for Generation, made at its first call
 
-	// sparse reading (see pace): the records this fetch moved the position
-	// over (passed over included), the fetches since the positioning, the
-	// records passed over and the runs refused (and their counts as of the
-	// previous fetch), the fetches sparse reading waits for after refused
-	// runs
-	moved                       int
-	fetches                     int
-	passed, refused             int
-	passedBefore, refusedBefore int
-	backoff, sparseWait         int
-	gen                         uint32 // supplies' mark
-	// the last record applied at the position (its time, a mark), and
-	// whether it held every instance in the result (see lastSupplied)
-	lastPos     float64
-	lastPosMark bool
-	wouldPass   bool
-
-	// the first fetch's positioning (see position): rolling tracks the
-	// earliest record time it applies in rollMin while trackMin is set
-	trackMin bool
-	rollMin  float64
+	// the phases of a fetch, each with its own state
+	bounds      // the metrics asked and their instances' bounds
+	window      // the records read ahead of the position
+	pacing      // sparse reading
+	positioning // the first fetch's positioning
 
 	test *replayTest // nil but in tests
 }
@@ -296,8 +257,12 @@ func (r *Replay) reset() {
 	r.spare = append(r.spare, r.win...)
 	r.win = r.win[:0]
 	r.winValues = 0
-	for p := range r.pms {
-		r.pms[p] = r.newPM(p)
+	for p, old := range r.pms {
+		pm := r.newPM(p)
+		if pm != nil && old != nil {
+			pm.valfmt = old.valfmt
+		}
+		r.pms[p] = pm
 	}
 	r.pmsChanged()
 	r.lastPMIDs = r.lastPMIDs[:0] // their states are new
@@ -311,7 +276,7 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 	if !ok {
 		return nil
 	}
-	pm := &pmState{desc: d, lastNumval: -1}
+	pm := &pmState{desc: d, lastNumval: -1, valfmt: -1}
 	insts := []int32{semantics.InNull}
 	var cal map[int32][2]float64 // birth, death (seconds from start)
 	if d.InDom != semantics.InDomNull {
@@ -474,6 +439,50 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	tReq := r.secs(t)
+	if err := r.inTimeline(t, tReq); err != nil {
+		return err
+	}
+	pms := r.ask(pmids, tReq)
+	seenMark := false
+	r.corrupt = false
+	if !r.fetched {
+		if err := r.position(t, tReq); err != nil {
+			r.reset() // the feed and the bounds of the failed attempt
+			return err
+		}
+		for _, pm := range pms {
+			if pm != nil {
+				pm.lastNumval = -1
+			}
+		}
+	}
+	if r.fetched && r.pacing.pace(r.feed) {
+		r.switched()
+	}
+	if err := r.lowerBounds(tReq, &seenMark); err != nil {
+		return r.failed(err)
+	}
+	if err := r.upperBounds(tReq, &seenMark); err != nil {
+		return r.failed(err)
+	}
+	if r.corrupt {
+		// as libpcp: the fetch fails, and the next one starts afresh
+		r.corrupt = false
+		r.reset()
+		return fmt.Errorf("%s: a record read for %s holds a value encoded against its metric's type: %w", r.archives[0].Path(), t.UTC().Format(time.RFC3339Nano), semantics.PMError(pcplog.PMErrLogRec))
+	}
+	if !r.feed.sparse && r.moved >= sparseRun {
+		r.wouldPass = r.lastSupplied()
+	}
+	r.answer(pmids, pms, tReq, seenMark, res)
+	res.Time = t
+	r.lastReq, r.fetched, r.served = tReq, true, t
+	return nil
+}
+
+// inTimeline checks that t (tReq seconds from the start) is within the
+// archives, re-reading their end when past it.
+func (r *Replay) inTimeline(t time.Time, tReq float64) error {
 	if tReq < -0.001 {
 		return fmt.Errorf("%s: %w", t.UTC().Format(time.RFC3339Nano), semantics.ErrEOL)
 	}
@@ -490,6 +499,14 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 			return fmt.Errorf("%s is after the end of the archive (%s): %w", t.UTC().Format(time.RFC3339Nano), r.end.UTC().Format(time.RFC3339Nano), semantics.ErrEOL)
 		}
 	}
+	return nil
+}
+
+// ask is the zeroth and first pass of a fetch at tReq: the states of
+// pmids' metrics (made for those not asked before, which resets the
+// replay, as does a time before the previous fetch's), and which instances
+// are wanted (r.want).
+func (r *Replay) ask(pmids []semantics.PMID, tReq float64) []*pmState {
 	added := false
 	for _, p := range pmids {
 		if _, ok := r.pms[p]; !ok {
@@ -504,7 +521,6 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		r.reset()
 	}
 	pms := r.pmsOf(pmids, added)
-	// zeroth and first pass: which instances are wanted.
 	r.want = r.want[:0]
 	for _, pm := range pms {
 		if pm == nil {
@@ -522,23 +538,12 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 			r.want = append(r.want, c)
 		}
 	}
-	seenMark := false
-	r.corrupt = false
-	if !r.fetched {
-		if err := r.position(t, tReq); err != nil {
-			r.reset() // the feed and the bounds of the failed attempt
-			return err
-		}
-		for _, pm := range pms {
-			if pm != nil {
-				pm.lastNumval = -1
-			}
-		}
-	}
-	if r.fetched {
-		r.pace()
-	}
-	// second pass: lower bounds.
+	return pms
+}
+
+// lowerBounds is a fetch's second pass: the position is rolled forward to
+// tReq when a wanted instance lacks a lower bound.
+func (r *Replay) lowerBounds(tReq float64, seenMark *bool) error {
 	doneRoll := false
 	back := 0
 	for _, c := range r.want {
@@ -548,8 +553,8 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		if c.prior.T < 0 || c.prior.T > tReq {
 			if back == 0 && !doneRoll {
 				doneRoll = true
-				if err := r.roll(tReq, &seenMark); err != nil {
-					return r.failed(err)
+				if err := r.roll(tReq, seenMark); err != nil {
+					return err
 				}
 			}
 		}
@@ -577,7 +582,12 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 			c.search = false
 		}
 	}
-	// third pass: upper bounds.
+	return nil
+}
+
+// upperBounds is a fetch's third pass: the records after the position are
+// searched for the wanted instances that lack an upper bound.
+func (r *Replay) upperBounds(tReq float64, seenMark *bool) error {
 	forw := 0
 	for _, c := range r.want {
 		if c.tLast >= 0 && tReq > c.tLast {
@@ -591,22 +601,8 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		}
 	}
 	if forw > 0 {
-		if err := r.searchForward(tReq, forw, &seenMark); err != nil {
-			return r.failed(err)
-		}
+		return r.searchForward(tReq, forw, seenMark)
 	}
-	if r.corrupt {
-		// as libpcp: the fetch fails, and the next one starts afresh
-		r.corrupt = false
-		r.reset()
-		return fmt.Errorf("%s: a record read for %s holds a value encoded against its metric's type: %w", r.archives[0].Path(), t.UTC().Format(time.RFC3339Nano), semantics.PMError(pmErrLogRec))
-	}
-	if !r.feed.sparse && r.moved >= sparseRun {
-		r.wouldPass = r.lastSupplied()
-	}
-	r.answer(pmids, pms, tReq, seenMark, res)
-	res.Time = t
-	r.lastReq, r.fetched, r.served = tReq, true, t
 	return nil
 }
 

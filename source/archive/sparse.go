@@ -6,6 +6,25 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
 
+// pacing is the state of sparse reading (see pace): the records this
+// fetch moved the position over (passed over included), the fetches since
+// the positioning, the records passed over and the runs refused (and their
+// counts as of the previous fetch), the fetches sparse reading waits for
+// after refused runs.
+type pacing struct {
+	moved                       int
+	fetches                     int
+	passed, refused             int
+	passedBefore, refusedBefore int
+	backoff, sparseWait         int
+	gen                         uint32 // supplies' mark
+	// the last record applied at the position (its time, a mark), and
+	// whether it held every instance in the result (see lastSupplied)
+	lastPos     float64
+	lastPosMark bool
+	wouldPass   bool
+}
+
 // pace chooses the reading for this fetch from the previous one (the first
 // fetch's positioning tells nothing of the pace): sparse when it moved the
 // position over sparseRun records or more and the last of them held every
@@ -13,37 +32,31 @@ import (
 // at most, or when it read sparsely and its runs were refused and none
 // accepted (reading sparsely then reads every record, without the
 // goroutine). After such a fetch, sparse reading waits for a number of
-// fetches, doubled at each refusal up to 64, reset by a run accepted.
-func (r *Replay) pace() {
-	moved, passed, refused := r.moved, r.passed-r.passedBefore, r.refused-r.refusedBefore
-	r.moved, r.passedBefore, r.refusedBefore = 0, r.passed, r.refused
-	r.fetches++
-	if r.sparseWait > 0 {
-		r.sparseWait--
+// fetches, doubled at each refusal up to 64, reset by a run accepted. It
+// reports whether it switched f between dense and sparse reading.
+func (p *pacing) pace(f *feed) (switched bool) {
+	moved, passed, refused := p.moved, p.passed-p.passedBefore, p.refused-p.refusedBefore
+	p.moved, p.passedBefore, p.refusedBefore = 0, p.passed, p.refused
+	p.fetches++
+	if p.sparseWait > 0 {
+		p.sparseWait--
 	}
 	switch {
-	case r.fetches < 2:
-	case r.feed.sparse && r.feed.delivered && !r.feed.plainAt(r.feed.lastAi, r.feed.lastVol):
-		if r.feed.goDense() { // a compressed volume: nothing to pass over
-			r.switched()
-		}
-	case r.feed.sparse && refused > 0 && passed == 0:
-		r.backoff = min(max(2*r.backoff, 4), 64)
-		r.sparseWait = r.backoff
-		if r.feed.goDense() {
-			r.switched()
-		}
-	case r.feed.sparse && passed > 0:
-		r.backoff = 0
-	case moved >= sparseRun && r.wouldPass && r.sparseWait == 0:
-		if r.feed.goSparse() {
-			r.switched()
-		}
+	case p.fetches < 2:
+	case f.sparse && f.delivered && !f.plainAt(f.lastAi, f.lastVol):
+		return f.goDense() // a compressed volume: nothing to pass over
+	case f.sparse && refused > 0 && passed == 0:
+		p.backoff = min(max(2*p.backoff, 4), 64)
+		p.sparseWait = p.backoff
+		return f.goDense()
+	case f.sparse && passed > 0:
+		p.backoff = 0
+	case moved >= sparseRun && p.wouldPass && p.sparseWait == 0:
+		return f.goSparse()
 	case moved <= 1:
-		if r.feed.goDense() {
-			r.switched()
-		}
+		return f.goDense()
 	}
+	return false
 }
 
 // switched counts a switch between dense and sparse reading (tests).

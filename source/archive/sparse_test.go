@@ -14,6 +14,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // sparseTimelines are the timelines TestReplaySparse replays: every archive
@@ -466,16 +467,16 @@ func TestHeadsMatchRecords(t *testing.T) {
 					t.Fatal(err)
 				}
 				walk := heads{f: f, hl: hl, b: make([]byte, hl+4)}
-				pos := int64(labelSize(a.Label().Version))
+				pos := int64(pcplog.LabelSize(a.Label().Version))
 				for i, d := range recs[vf.num] {
 					e := walk.at(pos)
 					alone := heads{f: f, hl: hl, b: make([]byte, hl+4)}
 					if got := alone.at(pos); got != e {
 						t.Fatalf("%s at %d: head read alone %+v, walked %+v", vf.path, pos, got, e)
 					}
-					tm := timeV2(e.tb[:])
+					tm := pcplog.TimeV2(e.tb[:])
 					if a.Label().Version == 3 {
-						tm = timeV3(e.tb[:])
+						tm = pcplog.TimeV3(e.tb[:])
 					}
 					if e.end || !e.trailer || pos != d.off || !tm.Equal(d.t) {
 						t.Fatalf("%s record %d: head %+v at %d (time %v), decoded at %d (time %v)", vf.path, i, e, pos, tm, d.off, d.t)

@@ -21,6 +21,61 @@ type pmState struct {
 	lastNumval int
 	numval     int
 	typeErr    bool
+	// valfmt is the encoding of the first values of the metric a record
+	// read showed (-1: none yet); libpcp's update_bounds refuses a record
+	// whose values of the metric come in another one (PM_ERR_LOGREC). It
+	// outlives a reset, as libpcp's pmidcntl_t outlives pmSetMode.
+	valfmt int8
+}
+
+// encodingChanged reports whether set, a set of values of pm's metric read
+// from a record, holds them in another encoding than the metric's first
+// values did (and remembers the encoding of the first).
+func (pm *pmState) encodingChanged(set *source.ValueSet) bool {
+	if len(set.Values) == 0 {
+		return false
+	}
+	if pm.valfmt < 0 {
+		pm.valfmt = int8(set.ValFmt)
+		return false
+	}
+	return pm.valfmt != int8(set.ValFmt)
+}
+
+// bounds is the state of the bounds search (libpcp's pmidcntl_t and
+// instcntl_t of a context): each metric asked so far, its instances and
+// their bounds.
+type bounds struct {
+	// corrupt: a record read for this fetch holds a value set of a metric
+	// asked whose encoding contradicts its type (ErrEncoding) or its
+	// earlier values' encoding
+	corrupt bool
+
+	pms map[semantics.PMID]*pmState
+	// caliper's answers since the last reset, per instance domain
+	calipers map[semantics.InDom]map[int32][2]float64
+	// hashWalkOrder's answers since the last reset, per instance domain
+	orders map[semantics.InDom][]int32
+	want   []*icp
+	ending []*icp // searchForward's scratch
+	// the metrics of the last Fetch and their states (see pmsOf)
+	lastPMIDs []semantics.PMID
+	lastPMs   []*pmState
+	pmList    []*pmState // the states of pms that are not nil
+}
+
+// window is the records read ahead of the position, and where each
+// metric was in the last records seen.
+type window struct {
+	setHint []setHint // the metric at each set position of the last record
+	// the same for the records supplies and fillWin see (the reader's,
+	// before the window leaves out the metrics not followed)
+	supHint, winHint []setHint
+	view             winRec    // the reader's current record, seen in place
+	win              []*winRec // records read ahead of the position, oldest first
+	// values held in win
+	winValues int
+	spare     []*winRec
 }
 
 // setHint caches the metric at one value set position of the last record:
@@ -359,6 +414,10 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 			}
 			continue
 		}
+		if pm.encodingChanged(set) {
+			r.corrupt = true // update_bounds: "valfmt changed"
+			continue
+		}
 		if i < len(next) && next[i].PMID == set.PMID && next[i].Err == nil && sameInstances(next[i].Values, set.Values) {
 			if r.test != nil {
 				r.test.superseded++
@@ -481,6 +540,6 @@ func (r *Replay) fillWin(w *winRec, rec *Record, ai int) {
 			}
 		}
 		vi += len(s.Values)
-		w.sets = append(w.sets, source.ValueSet{PMID: s.PMID, Err: s.Err, Values: vals})
+		w.sets = append(w.sets, source.ValueSet{PMID: s.PMID, ValFmt: s.ValFmt, Err: s.Err, Values: vals})
 	}
 }

@@ -46,7 +46,7 @@ func ParseSpec(spec string) (Endpoint, error) {
 		return Endpoint{Network: "unix", Address: DefaultSocket(), fallback: &tcp}, nil
 	case strings.HasPrefix(spec, "unix:"):
 		if len(spec) == len("unix:") {
-			return Endpoint{}, fmt.Errorf("pmcd %q: no socket path after unix:", spec)
+			return Endpoint{}, fmt.Errorf("pmcd %q: no socket path after the unix: prefix", spec)
 		}
 		return Endpoint{Network: "unix", Address: spec[len("unix:"):]}, nil
 	case strings.HasPrefix(spec, "/"):
@@ -57,7 +57,7 @@ func ParseSpec(spec string) (Endpoint, error) {
 		host, p = strings.Trim(spec, "[]"), port
 	}
 	if host == "" || strings.ContainsAny(host, "/ ") {
-		return Endpoint{}, fmt.Errorf("pmcd %q: not HOST[:PORT], unix:PATH or local:", spec)
+		return Endpoint{}, fmt.Errorf("pmcd %q: not local:, unix:PATH or HOST[:PORT]", spec)
 	}
 	if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
 		return Endpoint{}, fmt.Errorf("pmcd %q: bad port %q", spec, p)

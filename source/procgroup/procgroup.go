@@ -80,7 +80,6 @@ type Source struct {
 	seen    map[int32]bool
 	inner   source.Result
 	pmids   []semantics.PMID
-	vals    [][]uint64 // per group metric: value by position in the proc indom fetch
 }
 
 type group struct {

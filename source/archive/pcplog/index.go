@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"encoding/binary"
@@ -15,29 +15,30 @@ type IndexEntry struct {
 	DataOff int64
 }
 
-func indexEntrySize(v int) int {
+// IndexEntrySize is the size of an index entry of version v.
+func IndexEntrySize(v int) int {
 	if v == 3 {
 		return 32
 	}
 	return 20
 }
 
-// parseIndex decodes the entries after the label; a short trailing entry is
+// ParseIndex decodes the entries after the label; a short trailing entry is
 // ignored (treated as the end). It returns the bytes consumed.
-func parseIndex(b []byte, v int) ([]IndexEntry, int) {
-	sz := indexEntrySize(v)
+func ParseIndex(b []byte, v int) ([]IndexEntry, int) {
+	sz := IndexEntrySize(v)
 	n := len(b) / sz
 	out := make([]IndexEntry, 0, n)
 	for i := 0; i < n; i++ {
 		e := b[i*sz:]
 		var ie IndexEntry
 		if v == 3 {
-			ie.Time = timeV3(e)
+			ie.Time = TimeV3(e)
 			ie.Vol = int32(be32(e[12:]))
 			ie.MetaOff = int64(binary.BigEndian.Uint64(e[16:]))
 			ie.DataOff = int64(binary.BigEndian.Uint64(e[24:]))
 		} else {
-			ie.Time = timeV2(e)
+			ie.Time = TimeV2(e)
 			ie.Vol = int32(be32(e[8:]))
 			ie.MetaOff = int64(int32(be32(e[12:])))
 			ie.DataOff = int64(int32(be32(e[16:])))

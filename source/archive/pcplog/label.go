@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"bytes"
@@ -7,15 +7,17 @@ import (
 	"time"
 )
 
-// Archive magic and label sizes (PM_LOG_MAGIC, __pmLabel_v2/v3).
+// Archive magic and label sizes (PM_LOG_MAGIC, __pmLabel_v2/v3), the
+// volume numbers of the .meta and .index files in their labels, and the
+// bound on a record's length.
 const (
-	logMagic      = 0x50052600
-	labelLenV2    = 132
-	labelLenV3    = 808
-	featureQA     = 1 << 31
-	volMeta       = -1
-	volIndex      = -2
-	maxRecordSize = 1 << 31
+	Magic         = 0x50052600
+	LabelLenV2    = 132
+	LabelLenV3    = 808
+	FeatureQA     = 1 << 31
+	VolMeta       = -1
+	VolIndex      = -2
+	MaxRecordSize = 1 << 31
 )
 
 // Label is the label record at the start of every file of an archive.
@@ -30,14 +32,15 @@ type Label struct {
 	Zoneinfo string // v3 only
 }
 
-// labelSize returns the size of the label record of version v.
-func labelSize(v int) int {
+// LabelSize returns the size of the label record of version v.
+func LabelSize(v int) int {
 	if v == 3 {
-		return labelLenV3
+		return LabelLenV3
 	}
-	return labelLenV2
+	return LabelLenV2
 }
 
+// cstr is b up to its first NUL byte.
 func cstr(b []byte) string {
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]
@@ -45,22 +48,23 @@ func cstr(b []byte) string {
 	return string(b)
 }
 
-// timeV3 decodes a v3 __pmTimestamp: seconds as two BE words, low word first.
-func timeV3(b []byte) time.Time {
+// TimeV3 decodes a v3 __pmTimestamp: seconds as two BE words, low word first.
+func TimeV3(b []byte) time.Time {
 	sec := uint64(be32(b[4:]))<<32 | uint64(be32(b))
 	return time.Unix(int64(sec), int64(be32(b[8:])))
 }
 
-// timeV2 decodes a v2 pmTimeval (sec, usec).
-func timeV2(b []byte) time.Time {
+// TimeV2 decodes a v2 pmTimeval (sec, usec).
+func TimeV2(b []byte) time.Time {
 	return time.Unix(int64(int32(be32(b))), int64(int32(be32(b[4:])))*1000)
 }
 
+// be32 decodes a big-endian 32-bit word.
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 
-// parseLabel decodes a label record; b holds at least the record. file names
+// ParseLabel decodes a label record; b holds at least the record. file names
 // the file for errors.
-func parseLabel(file string, b []byte) (Label, error) {
+func ParseLabel(file string, b []byte) (Label, error) {
 	ferr := func(off int, format string, args ...any) (Label, error) {
 		return Label{}, &FormatError{File: file, Off: int64(off), Msg: "label: " + fmt.Sprintf(format, args...)}
 	}
@@ -69,15 +73,15 @@ func parseLabel(file string, b []byte) (Label, error) {
 	}
 	n := int(be32(b))
 	magic := be32(b[4:])
-	if magic&0xffffff00 != logMagic {
+	if magic&0xffffff00 != Magic {
 		return ferr(4, "bad magic 0x%08x, not a PCP archive", magic)
 	}
 	v := int(magic & 0xff)
 	if v != 2 && v != 3 {
 		return ferr(4, "unsupported archive version %d", v)
 	}
-	if n != labelSize(v) {
-		return ferr(0, "length %d, want %d for a v%d label", n, labelSize(v), v)
+	if n != LabelSize(v) {
+		return ferr(0, "length %d, want %d for a v%d label", n, LabelSize(v), v)
 	}
 	if len(b) < n {
 		return ferr(len(b), "truncated label (%d of %d bytes)", len(b), n)
@@ -87,18 +91,18 @@ func parseLabel(file string, b []byte) (Label, error) {
 	}
 	l := Label{Version: v, PID: int32(be32(b[8:]))}
 	if v == 2 {
-		l.Start = timeV2(b[12:])
+		l.Start = TimeV2(b[12:])
 		l.Vol = int32(be32(b[20:]))
 		l.Hostname = cstr(b[24:88])
 		l.Timezone = cstr(b[88:128])
 	} else {
-		l.Start = timeV3(b[12:])
+		l.Start = TimeV3(b[12:])
 		l.Vol = int32(be32(b[24:]))
 		l.Features = be32(b[28:])
 		l.Hostname = cstr(b[36:292])
 		l.Timezone = cstr(b[292:548])
 		l.Zoneinfo = cstr(b[548:804])
-		if l.Features&^featureQA != 0 {
+		if l.Features&^FeatureQA != 0 {
 			return ferr(28, "unsupported archive features 0x%08x", l.Features)
 		}
 	}

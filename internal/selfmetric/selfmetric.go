@@ -1,0 +1,100 @@
+// Package selfmetric is the table of the exporter's own metrics: name,
+// type, labels and help of each. Every output declares its self-metrics
+// from it, and the README's list of self-metrics is generated from it
+// (its test fails when the README is stale; -update rewrites the list).
+package selfmetric
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Type is a self-metric's Prometheus type.
+type Type string
+
+// The types of self-metrics.
+const (
+	Gauge   Type = "gauge"
+	Counter Type = "counter"
+)
+
+// Metric is one self-metric.
+type Metric struct {
+	Name   string
+	Type   Type
+	Labels []string
+	Help   string
+}
+
+// Desc returns the metric's descriptor, for a collector's const metrics.
+func (m *Metric) Desc() *prometheus.Desc {
+	return prometheus.NewDesc(m.Name, m.Help, m.Labels, nil)
+}
+
+// NewGauge returns the metric as a gauge without labels.
+func (m *Metric) NewGauge() prometheus.Gauge {
+	m.must(Gauge)
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: m.Name, Help: m.Help})
+}
+
+// NewCounter returns the metric as a counter without labels.
+func (m *Metric) NewCounter() prometheus.Counter {
+	m.must(Counter)
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: m.Name, Help: m.Help})
+}
+
+func (m *Metric) must(t Type) {
+	if m.Type != t || len(m.Labels) > 0 {
+		panic("selfmetric: " + m.Name + " is a " + string(m.Type) + " with labels [" + strings.Join(m.Labels, ",") + "], not a " + string(t) + " without")
+	}
+}
+
+// The self-metrics of each source (bridge.Collector), labelled with the
+// source's name.
+var (
+	SourceUp = Metric{"pcp_exporter_source_up", Gauge, []string{"source", "reason"},
+		"1 when the PCP source is up and its last read succeeded; 0 with the reason (missing, stalled, ended, down, error) when not."}
+	SourceLag = Metric{"pcp_exporter_source_lag_seconds", Gauge, []string{"source"},
+		"How far the values served from a followed source are behind real time."}
+	SourceServed = Metric{"pcp_exporter_source_served_timestamp_seconds", Gauge, []string{"source"},
+		"The archive time (to the microsecond) whose values the last read of a replayed or followed source served."}
+	SourceFetchDuration = Metric{"pcp_exporter_source_fetch_duration_seconds", Gauge, []string{"source"},
+		"Time the last read of the PCP source took."}
+	SourceErrors = Metric{"pcp_exporter_source_errors_total", Counter, []string{"source"},
+		"Failed reads of the PCP source."}
+	MetricsSkipped = Metric{"pcp_exporter_metrics_skipped", Gauge, []string{"source", "reason"},
+		"PCP metrics of the source not exported, by reason."}
+	MetricsExported = Metric{"pcp_exporter_metrics_exported", Gauge, []string{"source"},
+		"PCP metrics of the source exported as metric families."}
+	MetricErrors = Metric{"pcp_exporter_pmcd_metric_errors", Gauge, []string{"source", "code"},
+		"Metrics pmcd answered with an error at the last fetch (skipped), by PCP error code."}
+	MetricErrorsTotal = Metric{"pcp_exporter_pmcd_metric_errors_total", Counter, []string{"source"},
+		"Metric values pmcd answered with an error (skipped)."}
+	MMVFiles = Metric{"pcp_exporter_mmv_files", Gauge, []string{"source", "exported"},
+		"MMV files seen in the directory, by whether they are exported."}
+	LabelsMalformed = Metric{"pcp_exporter_labels_malformed", Gauge, []string{"source"},
+		"Labels of the source's metrics and instances left out as malformed (the rest are served)."}
+	SeriesLimit = Metric{"pcp_exporter_series_limit", Gauge, []string{"source"},
+		"The source's limit on the values of a read and the instances of an instance domain (0: none)."}
+	SeriesLeftOut = Metric{"pcp_exporter_series_left_out", Gauge, []string{"source", "what"},
+		"Values (what) of the last read, and instances of the instance domains, left out by the series limit."}
+)
+
+// The self-metrics of serve itself.
+var (
+	ReloadSuccessful = Metric{"pcp_exporter_config_last_reload_successful", Gauge, nil,
+		"Whether the last configuration reload (mapping and derived metrics) succeeded."}
+	ReloadSuccessTime = Metric{"pcp_exporter_config_last_reload_success_timestamp_seconds", Gauge, nil,
+		"Timestamp of the last successful configuration load."}
+	OTLPExportErrors = Metric{"pcp_exporter_otlp_export_errors_total", Counter, nil,
+		"OTLP pushes that failed (after the exporter's retries)."}
+)
+
+// All is every self-metric, in the order the README lists them.
+var All = []*Metric{
+	&SourceUp, &SourceLag, &SourceServed, &SourceFetchDuration, &SourceErrors,
+	&MetricsSkipped, &MetricsExported, &MetricErrors, &MetricErrorsTotal, &MMVFiles,
+	&LabelsMalformed, &SeriesLimit, &SeriesLeftOut,
+	&ReloadSuccessful, &ReloadSuccessTime, &OTLPExportErrors,
+}
