@@ -19,7 +19,17 @@ import (
 // computed from one fetch of their sources, the other metrics as default);
 // the -cpu figures are this process's CPU time alone (the exporter's own
 // work, without pmcd's and the agents').
-func BenchmarkPMCDScrapeNodeNaming(b *testing.B) {
+func BenchmarkPMCDScrapeNodeNaming(b *testing.B) { benchProfileScrape(b, mapping.NamingNode) }
+
+// BenchmarkPMCDScrapeHostmetricsNaming is BenchmarkPMCDScrapeNodeNaming
+// with the hostmetrics naming (hostmetrics-ns/op, hostmetrics/default).
+func BenchmarkPMCDScrapeHostmetricsNaming(b *testing.B) {
+	benchProfileScrape(b, mapping.NamingHostmetrics)
+}
+
+// benchProfileScrape scrapes the local pmcd with the default naming and
+// with naming p in turns.
+func benchProfileScrape(b *testing.B, p mapping.Naming) {
 	e2e.Require(b, "pminfo")
 	s, err := pmcd.Open("local:", pmcd.Options{Selection: pmcd.Selection{Exclude: []string{"proc", "hotproc", "acct", "mmv", "cgroup"}}, Timeout: 30 * time.Second, MetadataTimeout: 3 * time.Minute})
 	if err != nil {
@@ -36,7 +46,7 @@ func BenchmarkPMCDScrapeNodeNaming(b *testing.B) {
 		}
 		return New(m, nil, Source{Name: "pmcd", Src: s})
 	}
-	def, node := col(mapping.NamingDefault), col(mapping.NamingNode)
+	def, node := col(mapping.NamingDefault), col(p)
 	for _, c := range []*Collector{def, node} { // warm: mapping, label caches
 		if err := c.WriteText(io.Discard); err != nil {
 			b.Fatal(err)
@@ -69,9 +79,9 @@ func BenchmarkPMCDScrapeNodeNaming(b *testing.B) {
 		*c2 += cpu() - cmid
 	}
 	b.ReportMetric(float64(cd.Nanoseconds())/float64(b.N), "default-cpu-ns/op")
-	b.ReportMetric(float64(cn.Nanoseconds())/float64(b.N), "node-cpu-ns/op")
-	b.ReportMetric(float64(cn)/float64(cd), "node/default-cpu")
+	b.ReportMetric(float64(cn.Nanoseconds())/float64(b.N), p.String()+"-cpu-ns/op")
+	b.ReportMetric(float64(cn)/float64(cd), p.String()+"/default-cpu")
 	b.ReportMetric(float64(td.Nanoseconds())/float64(b.N), "default-ns/op")
-	b.ReportMetric(float64(tn.Nanoseconds())/float64(b.N), "node-ns/op")
-	b.ReportMetric(float64(tn)/float64(td), "node/default")
+	b.ReportMetric(float64(tn.Nanoseconds())/float64(b.N), p.String()+"-ns/op")
+	b.ReportMetric(float64(tn)/float64(td), p.String()+"/default")
 }

@@ -27,7 +27,7 @@ var Scope = instrumentation.Scope{Name: "github.com/pcp-exporter/pcp-exporter/br
 // OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME say.
 func Resource(mapper *mapping.Mapper, src Source) *resource.Resource {
 	ms := src.Src.Metrics()
-	return ResourceOf(mapping.Resource(ms, mapper.TargetLabels(ms, src.Context)))
+	return ResourceOf(mapper.Resource(ms, mapper.TargetLabels(ms, src.Context)))
 }
 
 // ResourceOf is the resource of attributes from mapping.Resource, under
@@ -79,10 +79,11 @@ func (b *OTelBatch) Add(key string, res []mapping.LabelPair, f *mapping.Family, 
 		b.byKey[key] = r
 		b.res = append(b.res, r)
 	}
-	m := r.metrics[f.OTelName]
+	in := f.Instrument()
+	m := r.metrics[in.Name]
 	if m == nil {
-		m = &otelMetric{in: f.Instrument()}
-		r.metrics[f.OTelName] = m
+		m = &otelMetric{in: in}
+		r.metrics[in.Name] = m
 	}
 	pt := metricdata.DataPoint[float64]{Attributes: attrs, Time: t, Value: v}
 	if m.in.Kind == mapping.KindSum && !m.in.String {
@@ -115,6 +116,9 @@ func (b *OTelBatch) ResourceMetrics() ([]metricdata.ResourceMetrics, []int) {
 				md.Data = metricdata.Sum[float64]{DataPoints: m.pts, Temporality: metricdata.CumulativeTemporality, IsMonotonic: m.in.Monotonic}
 			} else {
 				md.Data = metricdata.Gauge[float64]{DataPoints: m.pts}
+			}
+			if m.in.Int {
+				md.Data = IntData(md.Data) // a hostmetrics metric of value_type int
 			}
 			ms = append(ms, md)
 		}
@@ -249,7 +253,7 @@ type hostResource struct {
 // hostResources returns the resource of every source: sources of one host
 // (the same hostname target label, as target_info merges them: pmcd and
 // the MMV directory beside it) share one, of their merged target labels
-// (mapping.Resource over all their metrics).
+// (the mapper's Resource over all their metrics).
 func (c *Collector) hostResources() map[*sourceState]hostResource {
 	type host struct {
 		target []mapping.LabelPair
@@ -275,7 +279,7 @@ func (c *Collector) hostResources() map[*sourceState]hostResource {
 	}
 	out := make(map[*sourceState]hostResource, len(c.sources))
 	for _, h := range hosts {
-		attrs := mapping.Resource(h.ms, h.target)
+		attrs := c.mapper.OTel().Resource(h.ms, h.target)
 		r := hostResource{key: ResourceKey(attrs), attrs: attrs}
 		for _, s := range h.srcs {
 			out[s] = r

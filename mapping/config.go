@@ -16,7 +16,7 @@ import (
 
 // Config is a mapping configuration file:
 //
-//	naming: default          # or pmproxy
+//	naming: default          # or pmproxy, node, hostmetrics
 //	instid: false            # also add the instance id as label instid (default naming)
 //	include: ["mmv.app.*"]   # only metrics matching one of these (all when empty)
 //	exclude: ["mmv.control.*", "/^kernel\\.percpu\\./"]

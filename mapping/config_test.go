@@ -13,7 +13,7 @@ import (
 func TestConfigErrors(t *testing.T) {
 	cases := []struct{ yaml, err string }{
 		{"naming: pmproxy\nbogus: 1\n", "line 2: field bogus not found in type mapping.Config"},
-		{"naming: fancy\n", `line 1: unknown naming "fancy" (want default, pmproxy or node)`},
+		{"naming: fancy\n", `line 1: unknown naming "fancy" (want default, pmproxy, node or hostmetrics)`},
 		{"include:\n  - 'mmv.*'\n  - '/a(/'\n", "line 3: bad regular expression \"/a(/\""},
 		{"exclude: ['[a-']\n", `line 1: metric pattern "[a-": [ at offset 0 is not closed`},
 		{"rename:\n  - match: x\n    nme: y\n", "line 3: field nme not found in rename rule"},

@@ -52,8 +52,13 @@ type PromDescription struct {
 // OTelDescription is a metric's OpenTelemetry instrument: name, kind
 // (gauge or sum), UCUM unit, scale and data-point attribute names.
 type OTelDescription struct {
-	Name       string   `json:"name"`
-	Kind       string   `json:"kind"`
+	Name string `json:"name"`
+	// Kind is "gauge" or "sum" (monotonic), "updown_sum" for a
+	// non-monotonic one (a hostmetrics naming's usage metric).
+	Kind string `json:"kind"`
+	// Int is set for whole-number values (the hostmetrics naming's
+	// value_type int).
+	Int        bool     `json:"int,omitempty"`
 	Unit       string   `json:"unit"`
 	Scale      float64  `json:"scale"`
 	Attributes []string `json:"attributes"`
@@ -66,7 +71,7 @@ func Describe(src source.Source, context []LabelPair, selected []source.Metric, 
 	all := src.Metrics()
 	target := mapper.TargetLabels(all, context)
 	fams, skipped := mapper.MapSource(all, target, nil)
-	doc := &Description{Resource: pairMap(Resource(all, target))}
+	doc := &Description{Resource: pairMap(mapper.Resource(all, target))}
 	if mapper.Lean() {
 		doc.TargetInfo = pairMap(target)
 	}
@@ -104,8 +109,11 @@ func Describe(src source.Source, context []LabelPair, selected []source.Metric, 
 			kind := "gauge"
 			if in.Kind == KindSum {
 				kind = "sum"
+				if !in.Monotonic {
+					kind = "updown_sum"
+				}
 			}
-			mm.OTel = &OTelDescription{Name: in.Name, Kind: kind, Unit: in.Unit, Scale: in.Scale, Attributes: attrNames(&in, insts)}
+			mm.OTel = &OTelDescription{Name: in.Name, Kind: kind, Int: in.Int, Unit: in.Unit, Scale: in.Scale, Attributes: attrNames(&in, insts)}
 			if in.String {
 				mm.OTel.Attributes = sortedAppend(mm.OTel.Attributes, InfoValueLabel)
 			}

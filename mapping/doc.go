@@ -20,6 +20,11 @@
 // under node_exporter's names, types and labels: NodeSource (made by
 // Mapper.Wrap, which every output applies to its sources) computes those
 // families from one fetch of their PCP sources (the table in node.go).
+// The hostmetrics naming is the same machinery with another table
+// (hostmetrics.go): the host metrics as the OpenTelemetry Collector's
+// hostmetrics receiver gives them (system.cpu.time{cpu,state}, ...), with
+// its units, kinds, monotonicity and value types on the OpenTelemetry side
+// (Instrument) and the collector's Prometheus names on the other.
 //
 // A Mapper applies one naming plus an optional mapping configuration file
 // (include/exclude patterns, renames, label drop/keep). MapAll resolves name

@@ -23,9 +23,14 @@ const (
 	// NamingNode is the default naming with the linux agent's host metrics
 	// under node_exporter's names and labels (see NodeSource).
 	NamingNode
+	// NamingHostmetrics is the default naming with the linux agent's host
+	// metrics as the OpenTelemetry Collector hostmetrics receiver's
+	// metrics (system.cpu.time{cpu,state}, ...; see hostmetrics.go).
+	NamingHostmetrics
 )
 
-// ParseNaming parses "default" (or ""), "pmproxy" and "node".
+// ParseNaming parses "default" (or ""), "pmproxy", "node" and
+// "hostmetrics".
 func ParseNaming(s string) (Naming, error) {
 	switch s {
 	case "", "default":
@@ -34,20 +39,27 @@ func ParseNaming(s string) (Naming, error) {
 		return NamingPmproxy, nil
 	case "node":
 		return NamingNode, nil
+	case "hostmetrics":
+		return NamingHostmetrics, nil
 	}
-	return 0, fmt.Errorf("unknown naming %q (want default, pmproxy or node)", s)
+	return 0, fmt.Errorf("unknown naming %q (want default, pmproxy, node or hostmetrics)", s)
 }
 
 // Namings returns every naming, in the order of ParseNaming's.
-func Namings() []Naming { return []Naming{NamingDefault, NamingPmproxy, NamingNode} }
+func Namings() []Naming {
+	return []Naming{NamingDefault, NamingPmproxy, NamingNode, NamingHostmetrics}
+}
 
-// String returns the naming's flag value ("default", "pmproxy" or "node").
+// String returns the naming's flag value ("default", "pmproxy", "node" or
+// "hostmetrics").
 func (n Naming) String() string {
 	switch n {
 	case NamingPmproxy:
 		return "pmproxy"
 	case NamingNode:
 		return "node"
+	case NamingHostmetrics:
+		return "hostmetrics"
 	}
 	return "default"
 }
@@ -121,6 +133,7 @@ type Family struct {
 
 	naming             Naming
 	node               bool        // a NodeSource family: named verbatim, labelled by its instances
+	prof               *nodeFamily // its row in the naming's table
 	altName, altOMName string      // fallback names when Name or OMName clash
 	integer            bool        // values print as exact integers
 	labels             []LabelPair // raw PCP metric labels, flattened
@@ -278,10 +291,8 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 	}
 	f := Family{PCPName: md.Name, Desc: d, naming: m.naming, m: m, Scale: 1, mul: 1, div: 1}
 	f.OTelName, _ = m.baseName(md.Name)
-	if m.naming == NamingNode {
-		if nf := nodeFamilyOf(md); nf != nil {
-			return nf.family(f, md), ""
-		}
+	if nf := m.naming.profile().familyOf(md); nf != nil {
+		return nf.family(f, md), ""
 	}
 	f.labels = pcpPairs(labelsFor(m.naming, md.Labels), nil)
 	base, renamed := m.baseName(md.Name)

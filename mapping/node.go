@@ -2,8 +2,6 @@ package mapping
 
 import (
 	"strings"
-
-	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
 // The node profile (naming "node"): the linux agent's host metrics under
@@ -16,12 +14,25 @@ import (
 // sector). Families PCP cannot give exactly are not here (README, "node
 // profile").
 
-// nodeFamily is one node_exporter family and the PCP metrics it comes from.
+// nodeFamily is one family of a profile (a node_exporter family, an OTel
+// hostmetrics metric) and the PCP metrics it comes from.
 type nodeFamily struct {
-	name  string
-	typ   Type
+	name  string // node_exporter's family, the hostmetrics metric
+	typ   Type   // the Prometheus type
 	help  string
 	parts []nodePart
+	// otel is the OpenTelemetry form of a hostmetrics metric (nil: the
+	// default one, from typ).
+	otel *otelForm
+}
+
+// otelForm is a hostmetrics metric's instrument as its metadata.yaml says.
+type otelForm struct {
+	unit      string // UCUM
+	sum       bool   // a cumulative Sum, else a Gauge
+	monotonic bool
+	integer   bool // value_type int
+	promName  string
 }
 
 // nodePart is one PCP metric's share of a family.
@@ -47,6 +58,15 @@ type nodePart struct {
 	// round32 gives a FLOAT value as the decimal it was read from (0.52,
 	// not 0.519999980926514): the shortest form that is the same float32.
 	round32 bool
+	// terms are other metrics' values added (sign 1) or subtracted (-1),
+	// for the same instance or singular, in their base unit times factor
+	// (cached memory is Cached + SReclaimable).
+	terms []nodeTerm
+}
+
+type nodeTerm struct {
+	pcp  string
+	sign float64
 }
 
 type nodeJoin struct{ label, pcp string }
@@ -244,113 +264,9 @@ var nodeFamilies = func() []nodeFamily {
 	return fs
 }()
 
-// nodeFamilyIndex finds a family of the table by name.
-var nodeFamilyIndex = func() map[string]int {
-	m := make(map[string]int, len(nodeFamilies))
-	for i, f := range nodeFamilies {
-		m[f.name] = i
-	}
-	return m
-}()
+// nodeProfile is the node naming's table.
+var nodeProfile = newProfile(nodeFamilies, "node_exporter's family")
 
 // NodeFamilyNames returns the names of the profile's families, in table
 // order (for documentation and tests).
-func NodeFamilyNames() []string {
-	out := make([]string, len(nodeFamilies))
-	for i, f := range nodeFamilies {
-		out[i] = f.name
-	}
-	return out
-}
-
-// nodeFamilyOf returns the table row of a metric NodeSource made, or nil.
-func nodeFamilyOf(md *source.Metric) *nodeFamily {
-	if md.Desc.PMID.Domain() != NodeDomain {
-		return nil
-	}
-	i, ok := nodeFamilyIndex[md.Name]
-	if !ok {
-		return nil
-	}
-	return &nodeFamilies[i]
-}
-
-// family is the Prometheus family of a NodeSource metric: the name as
-// node_exporter's, the values as NodeSource computed them.
-func (nf *nodeFamily) family(f Family, md *source.Metric) Family {
-	f.Type = nf.typ
-	f.Name, f.OMName = nf.name, nf.name
-	switch nf.typ {
-	case Counter:
-		f.OMName = strings.TrimSuffix(nf.name, "_total")
-	case Gauge:
-		f.OMName = nf.name
-	}
-	f.Help = md.OneLine
-	f.node = true
-	f.labels = nil
-	return f
-}
-
-// Wrap returns src as the mapper's naming reads it: with the node naming a
-// NodeSource over it, else src without one (a reload may change the
-// naming). Every output wraps its sources with it, so that one mapping
-// serves them all.
-func (m *Mapper) Wrap(src source.Source) source.Source {
-	if m.naming == NamingNode && hasNode(src) {
-		return src // already wrapped (by a command that selects from its names)
-	}
-	src = StripNode(src)
-	if m.naming == NamingNode && src != nil {
-		return NewNodeSource(src)
-	}
-	return src
-}
-
-// hasNode reports whether src is or wraps a NodeSource.
-func hasNode(src source.Source) bool {
-	for src != nil {
-		if _, ok := src.(*NodeSource); ok {
-			return true
-		}
-		w, ok := src.(source.Wrapper)
-		if !ok {
-			return false
-		}
-		src = w.Unwrap()
-	}
-	return false
-}
-
-// StripNode returns the source a NodeSource wraps, or src.
-func StripNode(src source.Source) source.Source {
-	if n, ok := src.(*NodeSource); ok {
-		return n.src
-	}
-	return src
-}
-
-// nodeLabelNames are the label names of a node family's series (none for
-// another family).
-func (f *Family) nodeLabelNames() []string {
-	if !f.node {
-		return nil
-	}
-	i, ok := nodeFamilyIndex[f.Name]
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, p := range nodeFamilies[i].parts {
-		if p.label != "" {
-			out = append(out, p.label)
-		}
-		for _, c := range p.consts {
-			out = append(out, c.Name)
-		}
-		for _, j := range p.joins {
-			out = append(out, j.label)
-		}
-	}
-	return out
-}
+func NodeFamilyNames() []string { return nodeProfile.names() }

@@ -17,8 +17,10 @@ import (
 // NodeSource makes (one below derived metrics' 511; no PMDA uses it).
 const NodeDomain = 510
 
-// NodeSource is a source with the node profile's families added: each is a
-// metric named as node_exporter's family (node_cpu_seconds_total), of type
+// NodeSource is a source with a profile's families added (the node
+// profile's, or the hostmetrics profile's: NewHostmetricsSource): each is a
+// metric named as node_exporter's family (node_cpu_seconds_total) or the
+// receiver's metric (system.cpu.time), of type
 // DOUBLE in its base unit, whose instances are its series' label sets
 // (named `cpu="0",mode="user"`, with those labels as instance labels). A
 // fetch of them fetches their PCP sources and computes them. The PCP
@@ -29,6 +31,7 @@ const NodeDomain = 510
 type NodeSource struct {
 	mu  sync.Mutex
 	src source.Source
+	p   *profile // the table of families (node, hostmetrics)
 
 	innerFirst *source.Metric // identity of the inner metric slice last bound
 	innerLen   int
@@ -63,9 +66,11 @@ type boundPart struct {
 	indom     semantics.InDom
 	mul, div  float64
 	joinPMIDs []semantics.PMID
+	termPMIDs []semantics.PMID
+	termScale []float64 // sign times the term's unit conversion
 	mulByPMID semantics.PMID
 	vi, mi    int   // positions in the plan's inner fetch (-1 none)
-	ji        []int // of the joins
+	ji, ti    []int // of the joins and the terms
 	seen      map[int32]*nodeEntry
 }
 
@@ -102,8 +107,14 @@ type nodePlan struct {
 }
 
 // NewNodeSource wraps src with the node profile's families.
-func NewNodeSource(src source.Source) *NodeSource {
-	w := &NodeSource{src: src, names: map[semantics.InDom]*innerNames{}, vdoms: map[semantics.InDom]*nodeInsts{}}
+func NewNodeSource(src source.Source) *NodeSource { return newProfileSource(src, nodeProfile) }
+
+// NewHostmetricsSource wraps src with the hostmetrics profile's families
+// (hostmetrics.go): the same machinery, another table.
+func NewHostmetricsSource(src source.Source) *NodeSource { return newProfileSource(src, hostProfile) }
+
+func newProfileSource(src source.Source, p *profile) *NodeSource {
+	w := &NodeSource{src: src, p: p, names: map[semantics.InDom]*innerNames{}, vdoms: map[semantics.InDom]*nodeInsts{}}
 	w.refresh()
 	return w
 }
@@ -143,11 +154,11 @@ func (w *NodeSource) refresh() {
 		}
 	}
 	used := map[string]bool{}
-	w.fams = make([]boundFamily, len(nodeFamilies))
+	w.fams = make([]boundFamily, len(w.p.fams))
 	w.byPMID = map[semantics.PMID]int{}
 	var added []source.Metric
-	for fi := range nodeFamilies {
-		nf := &nodeFamilies[fi]
+	for fi := range w.p.fams {
+		nf := &w.p.fams[fi]
 		bf := &w.fams[fi]
 		bf.pmid = semantics.NewPMID(NodeDomain, 0, uint32(fi+1))
 		bf.indom = semantics.InDomNull
@@ -176,6 +187,20 @@ func (w *NodeSource) refresh() {
 					break
 				}
 				bp.joinPMIDs = append(bp.joinPMIDs, md.Desc.PMID)
+			}
+			for _, tm := range p.terms {
+				md := byName[tm.pcp]
+				if md == nil || !numeric(md.Desc.Type) || (md.Desc.InDom != semantics.InDomNull && md.Desc.InDom != bp.indom) {
+					ok = false
+					break
+				}
+				u := BaseUnit(md.Desc.Units)
+				bp.termPMIDs = append(bp.termPMIDs, md.Desc.PMID)
+				f := p.factor // as the part's own value
+				if f == 0 {
+					f = 1
+				}
+				bp.termScale = append(bp.termScale, tm.sign*f*u.Mul/u.Div)
 			}
 			if p.mulBy != "" {
 				md := byName[p.mulBy]
@@ -209,6 +234,11 @@ func (w *NodeSource) refresh() {
 			if bp.present && bp.pcp != "" {
 				used[bp.pcp] = true
 			}
+			if bp.present {
+				for _, tm := range bp.terms {
+					used[tm.pcp] = true
+				}
+			}
 		}
 		sem := semantics.SemInstant
 		if nf.typ == Counter {
@@ -219,7 +249,7 @@ func (w *NodeSource) refresh() {
 			Name:    nf.name,
 			Desc:    semantics.Desc{PMID: bf.pmid, Type: semantics.TypeDouble, InDom: bf.indom, Sem: sem},
 			OneLine: nf.help,
-			Help:    nf.help + " (node_exporter's family, from " + strings.Join(nf.sources(), ", ") + ")",
+			Help:    nf.help + " (" + w.p.origin + ", from " + strings.Join(nf.sources(), ", ") + ")",
 			Labels:  ctx,
 		})
 	}
@@ -251,6 +281,9 @@ func (nf *nodeFamily) sources() []string {
 			addName(j.pcp)
 		}
 		addName(p.mulBy)
+		for _, tm := range p.terms {
+			addName(tm.pcp)
+		}
 		if p.now {
 			addName("the fetch's time")
 		}
@@ -399,7 +432,7 @@ func (w *NodeSource) makePlan(pmids []semantics.PMID) {
 		pl.fam = append(pl.fam, fi)
 		for pi := range w.fams[fi].parts {
 			bp := &w.fams[fi].parts[pi]
-			bp.vi, bp.mi, bp.ji = -1, -1, bp.ji[:0]
+			bp.vi, bp.mi, bp.ji, bp.ti = -1, -1, bp.ji[:0], bp.ti[:0]
 			if !bp.present {
 				continue
 			}
@@ -411,6 +444,9 @@ func (w *NodeSource) makePlan(pmids []semantics.PMID) {
 			}
 			for _, j := range bp.joinPMIDs {
 				bp.ji = append(bp.ji, need(j))
+			}
+			for _, j := range bp.termPMIDs {
+				bp.ti = append(bp.ti, need(j))
 			}
 		}
 	}
@@ -474,6 +510,12 @@ func (w *NodeSource) compute(fi int, at time.Time, out *source.ValueSet) {
 				}
 			}
 			x := bp.value(iv.Value) * mulBy
+			if len(bp.ti) > 0 {
+				var ok bool
+				if x, ok = w.addTerms(bp, iv.Inst, x, &firstErr); !ok {
+					continue
+				}
+			}
 			inst := semantics.InNull
 			if bf.indom != semantics.InDomNull {
 				inst = w.series(fi, bp, iv.Inst, name)
@@ -521,6 +563,33 @@ func (bp *boundPart) value(v semantics.Value) float64 {
 		x *= bp.factor
 	}
 	return x
+}
+
+// addTerms adds a part's terms for an inner instance to x (their values
+// for the same instance, or their only value when singular); ok false when
+// one has none.
+func (w *NodeSource) addTerms(bp *boundPart, inst int32, x float64, firstErr *error) (float64, bool) {
+	for k, ti := range bp.ti {
+		s := &w.inner.Sets[ti]
+		if s.Err != nil {
+			if *firstErr == nil {
+				*firstErr = s.Err
+			}
+			return 0, false
+		}
+		found := false
+		for i := range s.Values {
+			if s.Values[i].Inst == inst || s.Values[i].Inst == semantics.InNull {
+				x += s.Values[i].Value.Float64() * bp.termScale[k]
+				found = true
+				break
+			}
+		}
+		if !found {
+			return 0, false
+		}
+	}
+	return x, true
 }
 
 // joinValue is a join's value for an inner instance (the only value of a

@@ -26,8 +26,12 @@ type Instrument struct {
 	Unit        string
 	Description string
 	Kind        InstrumentKind
-	// Monotonic is set for PCP counters (a cumulative, monotonic Sum).
+	// Monotonic is set for PCP counters (a cumulative, monotonic Sum); a
+	// hostmetrics metric may be a non-monotonic Sum (system.memory.usage).
 	Monotonic bool
+	// Int is set for a hostmetrics metric of value_type int: its values
+	// are whole numbers, sent as such.
+	Int bool
 	// Scale converts PCP values to Unit.
 	Scale float64
 	// String marks a STRING metric: its value goes to an attribute of a gauge
@@ -43,7 +47,7 @@ type Instrument struct {
 // are a Prometheus form, so OpenTelemetry gets the default's converted
 // values and UCUM units, and STRING metrics as info gauges).
 func (m *Mapper) OTel() *Mapper {
-	if m.naming == NamingNode || m.naming == NamingDefault {
+	if m.naming == NamingDefault || m.naming.Computed() {
 		return m
 	}
 	n := *m
@@ -67,6 +71,14 @@ func (m *Mapper) Instrument(md *source.Metric) (Instrument, SkipReason) {
 // OTelValue's.
 func (f *Family) Instrument() Instrument {
 	in := Instrument{Name: f.OTelName, Unit: f.UCUM, Description: f.Help, Scale: f.Scale, fam: f}
+	if o := f.prof; o != nil && o.otel != nil {
+		in.Name, in.Unit = o.name, o.otel.unit
+		in.Kind, in.Monotonic, in.Int = KindGauge, o.otel.monotonic, o.otel.integer
+		if o.otel.sum {
+			in.Kind = KindSum
+		}
+		return in
+	}
 	switch f.Type {
 	case Counter:
 		in.Kind, in.Monotonic = KindSum, true
@@ -82,6 +94,27 @@ func (f *Family) Instrument() Instrument {
 // side's, divides where the scale is a fraction, and may differ from it
 // in the last bit).
 func (f *Family) OTelValue(v semantics.Value) float64 { return v.Float64() * f.Scale }
+
+// OTelKind is the OpenTelemetry kind of f's instrument (Instrument's
+// Kind and Monotonic), for an output that encodes families (the OTLP
+// backfill): a counter is a monotonic Sum, a hostmetrics metric what its
+// metadata.yaml says, anything else a Gauge.
+func (f *Family) OTelKind() (kind InstrumentKind, monotonic bool) {
+	if o := f.prof; o != nil && o.otel != nil {
+		if o.otel.sum {
+			return KindSum, o.otel.monotonic
+		}
+		return KindGauge, false
+	}
+	if f.Type == Counter {
+		return KindSum, true
+	}
+	return KindGauge, false
+}
+
+// OTelInt reports whether f's instrument has whole-number values
+// (Instrument's Int: a hostmetrics metric of value_type int).
+func (f *Family) OTelInt() bool { return f.prof != nil && f.prof.otel != nil && f.prof.otel.integer }
 
 // Attributes returns the data-point attributes of one series of the
 // instrument: its lean labels without the target labels, which go to the
@@ -138,4 +171,26 @@ func serviceName(metrics []source.Metric) string {
 		return "pcp"
 	}
 	return app
+}
+
+// Resource is the package's Resource under the mapper's naming: the
+// hostmetrics naming adds os.type "linux" when the metrics hold one of its
+// families or their PCP sources (only the linux agent gives those), as the
+// collector's resource detection would on the host.
+func (m *Mapper) Resource(metrics []source.Metric, target []LabelPair) []LabelPair {
+	r := Resource(metrics, target)
+	if m.naming != NamingHostmetrics {
+		return r
+	}
+	for i := range metrics {
+		if hostProfile.familyOf(&metrics[i]) != nil || hostSources[metrics[i].Name] {
+			s := labelSet{}
+			for _, p := range r {
+				s.set(p.Name, p.Value)
+			}
+			s.set("os.type", "linux")
+			return s.sorted()
+		}
+	}
+	return r
 }

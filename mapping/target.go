@@ -35,7 +35,9 @@ func TargetInfo() *Family {
 
 // Lean reports whether series carry lean labels (the default naming without
 // full_labels): then the target labels go into target_info.
-func (m *Mapper) Lean() bool { return (m.naming == NamingDefault || m.naming == NamingNode) && !m.full }
+func (m *Mapper) Lean() bool {
+	return (m.naming == NamingDefault || m.naming.Computed()) && !m.full
+}
 
 // TargetLabels returns the labels that describe a source as a whole, sorted
 // and sanitized as series labels are: its metrics' context labels, extra

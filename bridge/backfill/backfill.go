@@ -195,9 +195,9 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 		// the instruments, units and values of the live push (one mapping)
 		opts.Mapper = opts.Mapper.OTel()
 	}
-	if opts.Mapper.Naming() == mapping.NamingNode && opts.Step <= 0 {
+	if opts.Mapper.Naming().Computed() && opts.Step <= 0 {
 		// its families combine metrics that records may hold at different times
-		return st, errors.New("the node naming needs --step (interpolated samples): its families are computed from several PCP metrics at one time")
+		return st, fmt.Errorf("the %s naming needs --step (interpolated samples): its families are computed from several PCP metrics at one time", opts.Mapper.Naming())
 	}
 	_, otel := sink.(*OTLPSink)
 	r := &run{opts: opts, otel: otel, st: &st, byLabels: map[string]*Series{}, w: startWriter(ctx, sink, opts.FailFast)}
@@ -361,7 +361,7 @@ type run struct {
 
 func (r *run) mapFamilies(metrics []source.Metric) {
 	target := r.opts.Mapper.TargetLabels(metrics, nil)
-	r.resource = mapping.Resource(metrics, target)
+	r.resource = r.opts.Mapper.Resource(metrics, target)
 	fams, skipped := r.opts.Mapper.MapSource(metrics, target, mapping.NewNamespace(r.targets...))
 	r.info, r.infoT = nil, math.MinInt64
 	if r.opts.Mapper.Lean() && !r.opts.NoTargetInfo && len(target) > 0 && (r.opts.Families == nil || r.opts.Families[mapping.TargetInfoName]) {

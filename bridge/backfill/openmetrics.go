@@ -93,7 +93,7 @@ func WriteOpenMetrics(ctx context.Context, opts Options, w io.Writer, created bo
 // familyNames lists the family names a backfill with opts produces.
 func familyNames(opts Options) ([]string, error) {
 	var metrics []source.Metric
-	if opts.Step > 0 && (opts.Wrap != nil || opts.Mapper != nil && opts.Mapper.Naming() == mapping.NamingNode) {
+	if opts.Step > 0 && (opts.Wrap != nil || opts.Mapper != nil && opts.Mapper.Naming().Computed()) {
 		rp, err := archive.NewReplay(opts.Archives, archive.ReplayOptions{})
 		if err != nil {
 			return nil, err

@@ -30,6 +30,8 @@ func exportRequest(rm *metricdata.ResourceMetrics) *colmetricpb.ExportMetricsSer
 				pm.Data = &metricpb.Metric_Sum{Sum: &metricpb.Sum{AggregationTemporality: temp, IsMonotonic: d.IsMonotonic, DataPoints: points(d.DataPoints)}}
 			case metricdata.Gauge[float64]:
 				pm.Data = &metricpb.Metric_Gauge{Gauge: &metricpb.Gauge{DataPoints: points(d.DataPoints)}}
+			default:
+				setIntData(pm, d) // the hostmetrics naming's int metrics
 			}
 			psm.Metrics = append(psm.Metrics, pm)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pcp-exporter/pcp-exporter/internal/selfmetric"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -41,7 +42,7 @@ func TextfileName(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), TextfileSuffix)
 }
 
-const lastSuccessName = "pcp_exporter_backfill_last_success_timestamp_seconds"
+var lastSuccessName = selfmetric.BackfillLastSuccess.Name
 
 // WriteTextfile writes the metrics of a run that began at start and ended
 // at end with err (nil: every sample read was written) into path.
@@ -53,8 +54,8 @@ func WriteTextfile(path string, st Stats, start, end time.Time, err error) error
 		lastSuccess, found = float64(end.UnixMilli())/1000, true
 	}
 	reg := prometheus.NewPedanticRegistry()
-	gauge := func(metric, help string, labels ...string) *prometheus.GaugeVec {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metric, Help: help}, append([]string{"backfill"}, labels...))
+	gauge := func(m *selfmetric.Metric) *prometheus.GaugeVec {
+		g := m.NewGaugeVec()
 		reg.MustRegister(g)
 		return g
 	}
@@ -62,21 +63,21 @@ func WriteTextfile(path string, st Stats, start, end time.Time, err error) error
 	if ok {
 		success = 1
 	}
-	gauge("pcp_exporter_backfill_last_run_success", "1 when the last backfill run wrote every sample it read, 0 when it failed, was interrupted, or samples were rejected or not sent.").WithLabelValues(name).Set(success)
-	gauge("pcp_exporter_backfill_last_run_timestamp_seconds", "When the last backfill run ended.").WithLabelValues(name).Set(float64(end.UnixMilli()) / 1000)
-	gauge("pcp_exporter_backfill_last_run_duration_seconds", "How long the last backfill run took.").WithLabelValues(name).Set(end.Sub(start).Seconds())
+	gauge(&selfmetric.BackfillSuccess).WithLabelValues(name).Set(success)
+	gauge(&selfmetric.BackfillTimestamp).WithLabelValues(name).Set(float64(end.UnixMilli()) / 1000)
+	gauge(&selfmetric.BackfillDuration).WithLabelValues(name).Set(end.Sub(start).Seconds())
 	if found {
-		gauge(lastSuccessName, "When the last backfill run that wrote every sample it read ended.").WithLabelValues(name).Set(lastSuccess)
+		gauge(&selfmetric.BackfillLastSuccess).WithLabelValues(name).Set(lastSuccess)
 	}
-	samples := gauge("pcp_exporter_backfill_last_run_samples", "Samples of the last backfill run by outcome: read from the archives, written (accepted by the destination), rejected by it, not sent (the run stopped), sent without an answer, possibly duplicated (sent again after a lost answer).", "outcome")
+	samples := gauge(&selfmetric.BackfillSamples)
 	for outcome, n := range map[string]int64{"read": st.Read, "written": st.Written, "rejected": st.Rejected, "unsent": st.Unsent, "unanswered": st.Unanswered, "duplicated": st.Duplicated} {
 		samples.WithLabelValues(name, outcome).Set(float64(n))
 	}
-	rejected := gauge("pcp_exporter_backfill_last_run_rejected_samples", "Samples of the last backfill run the destination rejected, by its reason (out of order, out of bounds, too old, duplicate sample, HTTP status).", "reason")
+	rejected := gauge(&selfmetric.BackfillRejected)
 	for reason, n := range st.RejectedBy {
 		rejected.WithLabelValues(name, reason).Set(float64(n))
 	}
-	skipped := gauge("pcp_exporter_backfill_last_run_skipped", "What the last backfill run did not turn into samples, by reason: metrics the mapping skips (metric_ and the mapping's reason) and value sets an archive records as a PCP error (error: and its text).", "reason")
+	skipped := gauge(&selfmetric.BackfillSkipped)
 	for reason, n := range st.Skipped {
 		skipped.WithLabelValues(name, reason).Set(float64(n))
 	}

@@ -69,7 +69,7 @@ func backfillCommand() command {
 			cmd.Flag("finish", "Last time: RFC 3339, or +DURATION after the archive's start.").StringVar(&f.finish)
 			cmd.Flag("interp", "Interpolation rule with --step: nearest or prior.").Default("nearest").EnumVar(&f.interp, "nearest", "prior")
 			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mapping)
-			cmd.Flag("naming", "Naming: default, pmproxy or node (as for serve).").EnumVar(&f.naming, "default", "pmproxy", "node")
+			cmd.Flag("naming", "Naming: default, pmproxy, node or hostmetrics (as for serve).").EnumVar(&f.naming, "default", "pmproxy", "node", "hostmetrics")
 			fullLabelsFlag(cmd, &f.fullLabels)
 			withFlag(cmd, &f.lean)
 			cmd.Flag("quiet", "No progress display.").BoolVar(&f.quiet)

@@ -31,7 +31,7 @@ func fetchCommand() command {
 			pf := addPMCDFlags(cmd, false)
 			format := cmd.Flag("format", "Output format: csv, json or openmetrics (the exposition serve gives, mapped by --naming and --mapping.config).").Default("csv").Enum("csv", "json", "openmetrics")
 			mappingFile := cmd.Flag("mapping.config", "Mapping configuration file for --format openmetrics (as for serve).").PlaceHolder("FILE").String()
-			naming := cmd.Flag("naming", "Naming for --format openmetrics: default, pmproxy or node (as for serve).").Enum("default", "pmproxy", "node")
+			naming := cmd.Flag("naming", "Naming for --format openmetrics: default, pmproxy, node or hostmetrics (as for serve).").Enum("default", "pmproxy", "node", "hostmetrics")
 			fullLabels := new(bool)
 			fullLabelsFlag(cmd, fullLabels)
 			created := cmd.Flag("openmetrics.created", "With --format openmetrics, a _created sample after each counter sample whose start is known: the MMV file's creation, pmcd's start, an archive's start or last <mark> (README: Counter starts). Off by default, as in promhttp: Prometheus 2.x (and 3.x unless its created-timestamp zero ingestion is on) stores each _created as a series of its own.").Bool()

@@ -39,7 +39,7 @@ func mappingCommand() command {
 			f := &mappingFlags{mmv: addMMVFlags(cmd, false)}
 			cmd.Flag("archive", "PCP archive (repeatable, as for serve) instead of --mmv.").PlaceHolder("PATH").StringsVar(&f.archives)
 			cmd.Flag("mapping.config", "Mapping configuration file (as for serve).").PlaceHolder("FILE").StringVar(&f.mappingFile)
-			cmd.Flag("naming", "Naming: default, pmproxy or node (as for serve).").EnumVar(&f.naming, "default", "pmproxy", "node")
+			cmd.Flag("naming", "Naming: default, pmproxy, node or hostmetrics (as for serve).").EnumVar(&f.naming, "default", "pmproxy", "node", "hostmetrics")
 			fullLabelsFlag(cmd, &f.fullLabels)
 			withFlag(cmd, &f.lean)
 			cmd.Flag("format", "Output format: table or json.").Default("table").EnumVar(&f.format, "table", "json")

@@ -29,6 +29,7 @@ func TestMappingGolden(t *testing.T) {
 		{name: "demo.json", archives: []string{"demo/live"}, format: "json", naming: "default"},
 		{name: "demo-full.txt", archives: []string{"demo/live"}, format: "table", naming: "default", full: true, metrics: []string{"disk", "kernel.all.load"}},
 		{name: "demo-node.txt", archives: []string{"demo/live"}, format: "table", naming: "node", metrics: []string{"node_load1", "node_cpu_seconds_total", "node_memory_MemAvailable_bytes", "node_network_receive_bytes_total", "kernel.all.cpu", "kernel.uname"}},
+		{name: "demo-hostmetrics.txt", archives: []string{"demo/live"}, format: "table", naming: "hostmetrics", metrics: []string{"system.cpu.time", "system.cpu.load_average.1m", "system.memory.usage", "system.network.io", "kernel.all.cpu"}},
 		{name: "demo-pmproxy.txt", archives: []string{"demo/live"}, format: "table", naming: "pmproxy", metrics: []string{"disk", "kernel.all.load", "kernel.uname"}},
 		{name: "types.txt", archives: []string{filepath.Join(corpus, "archives", "types", "types_v3")}, format: "table", naming: "default"},
 		{name: "mmv.json", mmv: filepath.Join(mmvCorpus, "corpusv3"), format: "json", naming: "default"},

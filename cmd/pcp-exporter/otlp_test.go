@@ -128,6 +128,7 @@ func readOTLPFile(t *testing.T, path string) []otlpPoint {
 		StartTimeUnixNano string
 		TimeUnixNano      string
 		AsDouble          float64
+		AsInt             *string // an int data point (the hostmetrics naming's)
 	}
 	var out []otlpPoint
 	sc := bufio.NewScanner(f)
@@ -167,7 +168,12 @@ func readOTLPFile(t *testing.T, path string) []otlpPoint {
 							}
 							st, _ := strconv.ParseInt(p.StartTimeUnixNano, 10, 64)
 							tm, _ := strconv.ParseInt(p.TimeUnixNano, 10, 64)
-							out = append(out, otlpPoint{res, m.Name, m.Unit, kind, mono, temporal, attrs, st, tm, p.AsDouble})
+							v := p.AsDouble
+							if p.AsInt != nil {
+								n, _ := strconv.ParseInt(*p.AsInt, 10, 64)
+								v = float64(n)
+							}
+							out = append(out, otlpPoint{res, m.Name, m.Unit, kind, mono, temporal, attrs, st, tm, v})
 						}
 					}
 					if m.Sum != nil {

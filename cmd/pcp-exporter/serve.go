@@ -82,7 +82,7 @@ func serveCommand() command {
 				k.flags(cmd, f)
 			}
 			cmd.Flag("mapping.config", "Mapping configuration file (YAML: include/exclude, renames, labels; a pattern is a name with its subtree, as pminfo, a glob, or a /regexp/).").PlaceHolder("FILE").StringVar(&f.mappingFile)
-			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units), pmproxy (as pmproxy's /metrics) or node (default, with the linux agent's host metrics under node_exporter's names); default: the mapping file's naming, else default.").EnumVar(&f.naming, "default", "pmproxy", "node")
+			cmd.Flag("naming", "Naming of the exported metrics: default (Prometheus conventions, base units), pmproxy (as pmproxy's /metrics), node (default, with the linux agent's host metrics under node_exporter's names) or hostmetrics (default, with them as the OTel Collector hostmetrics receiver's metrics: system.cpu.time, ...); default: the mapping file's naming, else default.").EnumVar(&f.naming, "default", "pmproxy", "node", "hostmetrics")
 			fullLabelsFlag(cmd, &f.fullLabels)
 			withFlag(cmd, &f.lean)
 			f.derived = addDerivedFlags(cmd)

@@ -5,11 +5,14 @@ import (
 	"runtime/debug"
 
 	"github.com/prometheus/common/version"
+
+	"github.com/pcp-exporter/pcp-exporter/bridge"
 )
 
 func init() {
 	bi, _ := debug.ReadBuildInfo()
 	stampVersion(bi)
+	bridge.Scope.Version = version.Version // the OTLP scope's version
 }
 
 // pseudoRevision is the commit abbreviation ending a pseudo-version

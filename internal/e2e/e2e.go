@@ -1,5 +1,7 @@
 // Package e2e finds the real peers that end-to-end tests run against (pmcd,
-// pmproxy, pminfo, Prometheus, promtool, the OpenTelemetry Collector, ...).
+// pmproxy, pminfo, Prometheus, promtool, the OpenTelemetry Collector, ...)
+// and reads the specs they are checked against (HostMetrics: the
+// hostmetrics receiver's metadata.yaml files).
 //
 // A test that needs a peer calls Require. Outside CI a missing peer skips the
 // test; in CI (CI=true, or PCP_EXPORTER_E2E=1) it fails it, because .ci/run

@@ -91,10 +91,39 @@ var (
 		"OTLP pushes that failed (after the exporter's retries)."}
 )
 
+// The metrics of a backfill run, written for node_exporter's textfile
+// collector (backfill --metrics.textfile), labelled with the file's name.
+var (
+	BackfillSuccess = Metric{"pcp_exporter_backfill_last_run_success", Gauge, []string{"backfill"},
+		"1 when the last backfill run wrote every sample it read, 0 when it failed, was interrupted, or samples were rejected or not sent."}
+	BackfillTimestamp = Metric{"pcp_exporter_backfill_last_run_timestamp_seconds", Gauge, []string{"backfill"},
+		"When the last backfill run ended."}
+	BackfillDuration = Metric{"pcp_exporter_backfill_last_run_duration_seconds", Gauge, []string{"backfill"},
+		"How long the last backfill run took."}
+	BackfillLastSuccess = Metric{"pcp_exporter_backfill_last_success_timestamp_seconds", Gauge, []string{"backfill"},
+		"When the last backfill run that wrote every sample it read ended."}
+	BackfillSamples = Metric{"pcp_exporter_backfill_last_run_samples", Gauge, []string{"backfill", "outcome"},
+		"Samples of the last backfill run by outcome: read from the archives, written (accepted by the destination), rejected by it, not sent (the run stopped), sent without an answer, possibly duplicated (sent again after a lost answer)."}
+	BackfillRejected = Metric{"pcp_exporter_backfill_last_run_rejected_samples", Gauge, []string{"backfill", "reason"},
+		"Samples of the last backfill run the destination rejected, by its reason (out of order, out of bounds, too old, duplicate sample, HTTP status)."}
+	BackfillSkipped = Metric{"pcp_exporter_backfill_last_run_skipped", Gauge, []string{"backfill", "reason"},
+		"What the last backfill run did not turn into samples, by reason: metrics the mapping skips (metric_ and the mapping's reason) and value sets an archive records as a PCP error (error: and its text)."}
+)
+
+// NewGaugeVec returns the metric as a gauge vector with its labels.
+func (m *Metric) NewGaugeVec() *prometheus.GaugeVec {
+	if m.Type != Gauge {
+		panic("selfmetric: " + m.Name + " is a " + string(m.Type) + ", not a gauge")
+	}
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: m.Name, Help: m.Help}, m.Labels)
+}
+
 // All is every self-metric, in the order the README lists them.
 var All = []*Metric{
 	&SourceUp, &SourceLag, &SourceServed, &SourceFetchDuration, &SourceErrors,
 	&MetricsSkipped, &MetricsExported, &MetricErrors, &MetricErrorsTotal, &MMVFiles,
 	&LabelsMalformed, &SeriesLimit, &SeriesLeftOut,
 	&ReloadSuccessful, &ReloadSuccessTime, &OTLPExportErrors,
+	&BackfillSuccess, &BackfillTimestamp, &BackfillDuration, &BackfillLastSuccess,
+	&BackfillSamples, &BackfillRejected, &BackfillSkipped,
 }
