@@ -50,6 +50,9 @@ type Collector struct {
 	block []byte // a label block being rendered (reused)
 	// clashes are the name clashes logged (source, metric, detail)
 	clashes map[string]struct{}
+	// otel maps the sources for the OpenTelemetry outputs too (OTel), at
+	// every remap
+	otel bool
 	// shared: a family name is served by several sources (several hosts'
 	// pmcds), whose series the fast path gathers into one family
 	shared bool
@@ -76,9 +79,14 @@ type sourceState struct {
 	skipped  []mapping.Skipped
 	pmids    []semantics.PMID
 	descs    []map[string]*prometheus.Desc
-	res      source.Result
-	errors   float64
-	status   source.Status // after the last read; Reason "error" when it failed
+	// otel are the families of the OpenTelemetry outputs (mapped by the
+	// mapper's OTel form when the collector has an OTelProducer), with
+	// their PMIDs
+	otel      []mapping.Family
+	otelPMIDs []semantics.PMID
+	res       source.Result
+	errors    float64
+	status    source.Status // after the last read; Reason "error" when it failed
 	// served is the time of the values the last read served (res.Time),
 	// zero when it served none
 	served   time.Time
@@ -140,7 +148,7 @@ func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.read(nil, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	c.read(c.now(), nil, false, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		c.sendConst(ch, s, i, f, iv, inst)
 	})
 	c.sendTargets(ch, nil)
@@ -150,16 +158,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // valueVisitor receives one value of family i of source s.
 type valueVisitor func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance)
 
-// read fetches every source once (remapping those whose metrics changed)
+// read fetches every source once at now (remapping those whose metrics changed)
 // and hands every value of the families sel selects (all when nil) to
-// visit; it records the self-metrics state.
-func (c *Collector) read(sel *Selection, visit valueVisitor) {
-	now := c.now()
+// visit: the Prometheus families, or with otel the OpenTelemetry ones; it
+// records the self-metrics state. Every output reads through it: the
+// sources are opened once, and one reading gives the metric set, the
+// values and the instances.
+func (c *Collector) read(now time.Time, sel *Selection, otel bool, visit valueVisitor) {
 	allOK := true
 	c.loadMetrics()
 	for _, s := range c.sources {
 		start := time.Now()
-		err := c.readSource(s, now, sel, visit)
+		err := c.readSource(s, now, sel, otel, visit)
 		s.duration = time.Since(start).Seconds()
 		s.status = source.StatusOf(s.Src, now)
 		if err != nil {
@@ -254,8 +264,42 @@ func (c *Collector) sendSelf(ch chan<- prometheus.Metric) {
 }
 
 // remap maps every source's metrics again, in source order, so that name
-// clashes across sources resolve the same way every time.
+// clashes across sources resolve the same way every time: into Prometheus's
+// families, and OpenTelemetry's when the collector has an OTelProducer.
 func (c *Collector) remap() {
+	c.mapPrometheus()
+	if c.otel {
+		c.mapOTel()
+	}
+}
+
+// mapOTel maps the sources into the OpenTelemetry form: the same families
+// when the naming is OpenTelemetry's too (one fetch request for both), else
+// its own names, so its own namespace.
+func (c *Collector) mapOTel() {
+	om := c.mapper.OTel()
+	if om == c.mapper {
+		for _, s := range c.sources {
+			s.otel, s.otelPMIDs = s.families, s.pmids
+		}
+		return
+	}
+	targets := make([][]mapping.LabelPair, len(c.sources))
+	for i, s := range c.sources {
+		targets[i] = s.target
+	}
+	ns := mapping.NewNamespace(targets...)
+	for _, s := range c.sources {
+		s.otel, _ = om.MapSource(s.ms, s.target, ns)
+		s.otelPMIDs = nil
+		for _, f := range s.otel {
+			s.otelPMIDs = append(s.otelPMIDs, f.Desc.PMID)
+		}
+	}
+}
+
+// mapPrometheus maps the sources into Prometheus's families.
+func (c *Collector) mapPrometheus() {
 	if len(c.sources) == 1 {
 		// alone, the mapping depends only on the source: shared with
 		// other collectors of the same metrics (shared.go)
@@ -303,6 +347,15 @@ func (s *sourceState) logClashes(c *Collector) {
 			c.logClash(s.Name, sk)
 		}
 	}
+}
+
+// view returns the families read (Prometheus's, or with otel
+// OpenTelemetry's) and their PMIDs.
+func (s *sourceState) view(otel bool) ([]mapping.Family, []semantics.PMID) {
+	if otel {
+		return s.otel, s.otelPMIDs
+	}
+	return s.families, s.pmids
 }
 
 // maxClashesLogged bounds the name clashes remembered as logged.
@@ -402,7 +455,7 @@ func fnvUint32(h uint64, v uint32) uint64 {
 	return h
 }
 
-func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, visit valueVisitor) error {
+func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, otel bool, visit valueVisitor) error {
 	s.served = time.Time{}
 	t := now
 	if s.When != nil {
@@ -416,19 +469,20 @@ func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, vi
 	// file's metric): read again, remapped, until the metrics, the values
 	// and the instances all come from one metric set.
 	for attempt := 0; ; attempt++ {
-		if len(s.pmids) == 0 && s.epoch == source.EpochOf(s.Src) {
+		fams, pmids := s.view(otel)
+		if len(pmids) == 0 && s.epoch == source.EpochOf(s.Src) {
 			return nil
 		}
-		if len(s.pmids) > 0 {
-			if err := s.Src.Fetch(t, s.pmids, &s.res); err != nil {
+		if len(pmids) > 0 {
+			if err := s.Src.Fetch(t, pmids, &s.res); err != nil {
 				return fmt.Errorf("%s: %w", s.Name, err)
 			}
 			s.served = s.res.Time
 		}
 		s.insts, s.at = nil, t
-		for i := range s.families {
-			if i < len(s.res.Sets) && s.res.Sets[i].Err == nil && len(s.res.Sets[i].Values) > 0 && s.families[i].Desc.InDom != semantics.InDomNull {
-				s.instance(s.families[i].Desc.InDom, s.res.Sets[i].Values[0].Inst)
+		for i := range fams {
+			if i < len(s.res.Sets) && s.res.Sets[i].Err == nil && len(s.res.Sets[i].Values) > 0 && fams[i].Desc.InDom != semantics.InDomNull {
+				s.instance(fams[i].Desc.InDom, s.res.Sets[i].Values[0].Inst)
 			}
 		}
 		if source.EpochOf(s.Src) == s.epoch {
@@ -441,11 +495,12 @@ func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, vi
 			c.remap()
 		}
 	}
-	for i := range s.families {
+	fams, _ := s.view(otel)
+	for i := range fams {
 		if i >= len(s.res.Sets) {
 			break
 		}
-		f := &s.families[i]
+		f := &fams[i]
 		set := &s.res.Sets[i]
 		if set.Err != nil || !sel.Family(f) {
 			continue

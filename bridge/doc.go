@@ -7,9 +7,10 @@
 //
 // The parts:
 //
-//   - collector.go: Collector, which reads every source once per scrape
-//     (remapping a source whose metrics changed) and hands each value to a
-//     visitor; as a prometheus.Collector it sends const metrics, for the
+//   - collector.go: Collector, the one reader of the sources: once per
+//     scrape or push it reads every source (remapping a source whose
+//     metrics changed) and hands each value, with its Prometheus or its
+//     OpenTelemetry family, to a visitor; as a prometheus.Collector it sends const metrics, for the
 //     protobuf format and for scrapes that select families (name[]).
 //   - text.go: the fast path of /metrics, WriteText and WriteOpenMetrics,
 //     which write the same read straight into the text format 0.0.4 or
@@ -23,13 +24,15 @@
 //     options, the fast path for text and OpenMetrics (what Prometheus asks
 //     for), concurrent scrapes coalesced into one rendering, gzip as
 //     negotiated.
-//   - otel.go: OTelConverter and OTelProducer, the same sources as
-//     OpenTelemetry metric data (cumulative sums with start times).
+//   - otel.go: OTelProducer, the Collector's read mapped by the mapper's
+//     OTel form (mapping.Mapper.OTel), one resource per host, and
+//     OTelBatch, the one OTLP encoding of the push and the OTLP backfill
+//     (cumulative sums with start times).
 //   - otlp.go: OTLPConfig, the OTLP exporter (grpc or http/protobuf, TLS,
 //     headers, retries) of serve's push and backfill's OTLP sink, and the
-//     periodic push of sources through OTelProducers.
-//   - reload.go: Reconfigure and ReconfigureAll, a new mapper and derived
-//     metrics swapped into collectors and producers between two reads.
+//     periodic push of an OTelProducer's reads.
+//   - reload.go: Reconfigure, a new mapper and derived metrics swapped
+//     into a collector (and so into its push) between two reads.
 //   - replayclock.go: the clock that maps wall time into an archive replay.
 //
 // Package bridge/httpd is the HTTP server these handlers are served on.

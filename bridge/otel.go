@@ -2,7 +2,7 @@ package bridge
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
 	"sort"
 	"strings"
@@ -15,29 +15,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
-	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
 // Scope is the instrumentation scope of the metrics this bridge produces.
 var Scope = instrumentation.Scope{Name: "github.com/pcp-exporter/pcp-exporter/bridge"}
-
-// OTelConverter turns PCP values into OpenTelemetry metric data, keeping
-// per series what cumulative sums need: the start time (the MMV file's
-// generation, else the first value seen, renewed after a gap or when the
-// counter goes down) and the last value. One converter serves one stream of
-// increasing times (live push, or one backfill).
-type OTelConverter struct {
-	mapper *mapping.Mapper
-	mu     sync.Mutex
-	state  map[string]*CounterStart
-	seen   map[string]bool // series with a value at the previous conversion
-}
-
-// NewOTelConverter returns a converter using mapper's instruments.
-func NewOTelConverter(mapper *mapping.Mapper) *OTelConverter {
-	return &OTelConverter{mapper: mapper, state: map[string]*CounterStart{}, seen: map[string]bool{}}
-}
 
 // Resource returns the OpenTelemetry resource of a source: its target
 // labels after the semantic conventions (mapping.Resource: host.name,
@@ -62,199 +44,267 @@ func ResourceOf(attrs []mapping.LabelPair) *resource.Resource {
 	return r
 }
 
-// Convert appends the metrics of one fetch result (res, for metrics ms in
-// the same order) at time t.
-func (c *OTelConverter) Convert(dst []metricdata.Metrics, src source.Source, ms []source.Metric, res *source.Result, t time.Time) []metricdata.Metrics {
+// OTelBatch encodes mapped values as OpenTelemetry metric data, one
+// ResourceMetrics per resource: the one OTLP encoding of the live push
+// and the OTLP backfill. A family (mapped by the mapper's OTel form) is
+// an instrument (mapping.Family.Instrument): counters are monotonic
+// cumulative sums with a start time, the others gauges, a STRING metric a
+// gauge of 1 whose value is the "value" attribute.
+type OTelBatch struct {
+	res   []*otelResource
+	byKey map[string]*otelResource
+}
+
+type otelResource struct {
+	attrs   []mapping.LabelPair
+	metrics map[string]*otelMetric
+	points  int
+}
+
+type otelMetric struct {
+	in  mapping.Instrument
+	pts []metricdata.DataPoint[float64]
+}
+
+// Add adds one value of family f at t (start: a counter's start) with the
+// data-point attributes attrs, under the resource of attributes res (key
+// identifies them: ResourceKey).
+func (b *OTelBatch) Add(key string, res []mapping.LabelPair, f *mapping.Family, attrs attribute.Set, start, t time.Time, v float64) {
+	r := b.byKey[key]
+	if r == nil {
+		if b.byKey == nil {
+			b.byKey = map[string]*otelResource{}
+		}
+		r = &otelResource{attrs: res, metrics: map[string]*otelMetric{}}
+		b.byKey[key] = r
+		b.res = append(b.res, r)
+	}
+	in := f.Instrument()
+	m := r.metrics[in.Name]
+	if m == nil {
+		m = &otelMetric{in: in}
+		r.metrics[in.Name] = m
+	}
+	pt := metricdata.DataPoint[float64]{Attributes: attrs, Time: t, Value: v}
+	if m.in.Kind == mapping.KindSum && !m.in.String {
+		pt.StartTime = start
+	}
+	m.pts = append(m.pts, pt)
+	r.points++
+}
+
+// Len is the number of data points added.
+func (b *OTelBatch) Len() int {
+	n := 0
+	for _, r := range b.res {
+		n += r.points
+	}
+	return n
+}
+
+// ResourceMetrics returns the batch, one ResourceMetrics per resource in
+// the order of their first value, each with its metrics by name, and the
+// number of data points of each.
+func (b *OTelBatch) ResourceMetrics() ([]metricdata.ResourceMetrics, []int) {
+	out := make([]metricdata.ResourceMetrics, 0, len(b.res))
+	points := make([]int, 0, len(b.res))
+	for _, r := range b.res {
+		ms := make([]metricdata.Metrics, 0, len(r.metrics))
+		for _, m := range r.metrics {
+			md := metricdata.Metrics{Name: m.in.Name, Description: m.in.Description, Unit: m.in.Unit}
+			if m.in.Kind == mapping.KindSum && !m.in.String {
+				md.Data = metricdata.Sum[float64]{DataPoints: m.pts, Temporality: metricdata.CumulativeTemporality, IsMonotonic: m.in.Monotonic}
+			} else {
+				md.Data = metricdata.Gauge[float64]{DataPoints: m.pts}
+			}
+			if m.in.Int {
+				md.Data = IntData(md.Data) // a hostmetrics metric of value_type int
+			}
+			ms = append(ms, md)
+		}
+		sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
+		out = append(out, metricdata.ResourceMetrics{Resource: ResourceOf(r.attrs), ScopeMetrics: []metricdata.ScopeMetrics{{Scope: Scope, Metrics: ms}}})
+		points = append(points, r.points)
+	}
+	return out, points
+}
+
+// ResourceKey identifies a resource's attributes.
+func ResourceKey(attrs []mapping.LabelPair) string {
+	var b strings.Builder
+	for _, p := range attrs {
+		b.WriteString(p.Name)
+		b.WriteByte(0)
+		b.WriteString(p.Value)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// OTelAttributes returns a series' data-point attributes: the family's
+// (mapping.Family.Attributes) and, for a STRING metric, its value.
+func OTelAttributes(f *mapping.Family, inst *source.Instance, v source.InstValue) attribute.Set {
+	pairs := f.Attributes(inst)
+	kvs := make([]attribute.KeyValue, 0, len(pairs)+1)
+	for _, p := range pairs {
+		kvs = append(kvs, attribute.String(p.Name, p.Value))
+	}
+	if f.Type == mapping.Info {
+		kvs = append(kvs, attribute.String(mapping.InfoValueLabel, strings.ToValidUTF8(v.Value.Str(), "\uFFFD")))
+	}
+	return attribute.NewSet(kvs...)
+}
+
+// OTelProducer reads a Collector's sources for the OpenTelemetry outputs:
+// each read goes through the Collector (the sources the scrapes read,
+// opened once; one epoch check, one instance lookup), its values mapped by
+// the mapper's OTel form and encoded by OTelBatch, one resource per host
+// (sources of one hostname, pmcd and the MMV directory beside it, as
+// target_info merges them). It keeps per series what cumulative sums
+// need: the start time (the source's generation, else the first value
+// seen, renewed after a gap or when the counter goes down).
+type OTelProducer struct {
+	col   *Collector
+	mu    sync.Mutex
+	state map[string]*CounterStart
+	seen  map[string]bool // series with a value at the previous read
+}
+
+// NewOTelProducer returns a producer over sources of its own (a Collector
+// that serves no scrape).
+func NewOTelProducer(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *OTelProducer {
+	return New(mapper, logger, sources...).OTel()
+}
+
+// OTel returns a producer reading the collector's sources: from then on
+// every remap maps them for OpenTelemetry as well.
+func (c *Collector) OTel() *OTelProducer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	seenNow := map[string]bool{}
-	insts := map[semantics.InDom]map[int32]*source.Instance{}
-	instance := func(indom semantics.InDom, id int32) *source.Instance {
-		m, ok := insts[indom]
-		if !ok {
-			m = map[int32]*source.Instance{}
-			ins, _ := source.InstancesInForce(src, indom, t)
-			for i := range ins {
-				m[ins[i].ID] = &ins[i]
-			}
-			insts[indom] = m
-		}
-		if in := m[id]; in != nil {
-			return in
-		}
-		return &source.Instance{ID: id, Name: fmt.Sprint(id)}
+	c.otel = true
+	for _, s := range c.sources {
+		s.sig = 0 // remap at the next read
 	}
-	for i := range ms {
-		if i >= len(res.Sets) {
-			break
-		}
-		set := &res.Sets[i]
-		md := &ms[i]
-		ins, skip := c.mapper.Instrument(md)
-		if skip != "" || set.Err != nil || len(set.Values) == 0 {
-			continue
-		}
-		var sum []metricdata.DataPoint[float64]
-		var gauge []metricdata.DataPoint[float64]
-		for _, iv := range set.Values {
-			var inst *source.Instance
-			if md.Desc.InDom != semantics.InDomNull {
-				inst = instance(md.Desc.InDom, iv.Inst)
-			}
-			pairs := ins.Attributes(inst)
-			kvs := make([]attribute.KeyValue, 0, len(pairs)+1)
-			for _, p := range pairs {
-				kvs = append(kvs, attribute.String(p.Name, p.Value))
-			}
-			if ins.String {
-				kvs = append(kvs, attribute.String(mapping.InfoValueLabel, strings.ToValidUTF8(iv.Value.Str(), "\uFFFD")))
-				gauge = append(gauge, metricdata.DataPoint[float64]{Attributes: attribute.NewSet(kvs...), Time: t, Value: 1})
-				continue
-			}
-			v := iv.Value.Float64() * ins.Scale
-			set := attribute.NewSet(kvs...)
-			if ins.Kind != mapping.KindSum {
-				gauge = append(gauge, metricdata.DataPoint[float64]{Attributes: set, Time: t, Value: v})
-				continue
-			}
-			key := md.Name + "\xff" + set.Encoded(attribute.DefaultEncoder())
-			seenNow[key] = true
-			st := c.state[key]
-			if st == nil {
-				st = &CounterStart{}
-				c.state[key] = st
-			}
-			g := source.GenerationOf(src, md.Desc.PMID)
-			obs := v
-			if !ins.Monotonic {
-				obs = 0 // an up-down sum keeps its start when it goes down
-			}
-			start := st.Observe(obs, t, g, c.seen[key])
-			sum = append(sum, metricdata.DataPoint[float64]{Attributes: set, StartTime: start, Time: t, Value: v})
-		}
-		m := metricdata.Metrics{Name: ins.Name, Description: ins.Description, Unit: ins.Unit}
-		if ins.Kind == mapping.KindSum && !ins.String {
-			m.Data = metricdata.Sum[float64]{DataPoints: sum, Temporality: metricdata.CumulativeTemporality, IsMonotonic: ins.Monotonic}
-		} else {
-			m.Data = metricdata.Gauge[float64]{DataPoints: gauge}
-		}
-		if ins.Int {
-			m.Data = IntData(m.Data)
-		}
-		dst = append(dst, m)
-	}
-	c.seen = seenNow
-	return dst
+	return &OTelProducer{col: c, state: map[string]*CounterStart{}, seen: map[string]bool{}}
 }
 
-// pinnedSource answers the instances and generations of one fetch as they
-// were right after it, so that a conversion does not see a later metric set.
-type pinnedSource struct {
-	source.Source
-	insts map[semantics.InDom][]source.Instance
-	gens  map[semantics.PMID]time.Time
-}
-
-func pinSource(src source.Source, ms []source.Metric, res *source.Result, t time.Time) *pinnedSource {
-	p := &pinnedSource{Source: src, insts: map[semantics.InDom][]source.Instance{}, gens: map[semantics.PMID]time.Time{}}
-	for i := range ms {
-		if i >= len(res.Sets) || res.Sets[i].Err != nil || len(res.Sets[i].Values) == 0 {
-			continue
-		}
-		d := &ms[i].Desc
-		if _, ok := p.insts[d.InDom]; !ok && d.InDom != semantics.InDomNull {
-			p.insts[d.InDom], _ = source.InstancesInForce(src, d.InDom, t)
-		}
-		if g := source.GenerationOf(src, d.PMID); !g.IsZero() {
-			p.gens[d.PMID] = g
-		}
-	}
-	return p
-}
-
-// Instances returns the instances read after the fetch.
-func (p *pinnedSource) Instances(indom semantics.InDom) []source.Instance {
-	if in, ok := p.insts[indom]; ok {
-		return in
-	}
-	return p.Source.Instances(indom)
-}
-
-// Generation returns the generation read after the fetch (zero: none).
-func (p *pinnedSource) Generation(pmid semantics.PMID) time.Time { return p.gens[pmid] }
-
-// OTelProducer is an sdk/metric Producer over PCP sources: every collection
-// fetches them (at the time their When gives) and converts the values.
-type OTelProducer struct {
-	sources []Source
-	conv    *OTelConverter
-	logger  *slog.Logger
-	mu      sync.Mutex
-	res     source.Result
-}
-
-// NewOTelProducer returns a producer over sources.
-func NewOTelProducer(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *OTelProducer {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	srcs := make([]Source, len(sources))
-	for i, s := range sources {
-		s.Src = mapper.Wrap(s.Src) // the node naming's families
-		srcs[i] = s
-	}
-	return &OTelProducer{sources: srcs, conv: NewOTelConverter(mapper), logger: logger}
-}
-
-// Produce implements go.opentelemetry.io/otel/sdk/metric.Producer.
-func (p *OTelProducer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
+// Read reads every source at now (a replay at the time its When gives) and
+// returns the values, one ResourceMetrics per host, with the number of
+// data points of each; err reports the sources whose read failed (the
+// others' values are returned).
+func (p *OTelProducer) Read(now time.Time) ([]metricdata.ResourceMetrics, []int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := time.Now()
+	c := p.col
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	type point struct {
+		s     *sourceState
+		f     *mapping.Family
+		attrs attribute.Set
+		start time.Time
+		v     float64
+	}
+	var pts []point
+	seenNow := map[string]bool{}
+	c.read(now, nil, true, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+		attrs := OTelAttributes(f, inst, iv)
+		if f.Type == mapping.Info {
+			pts = append(pts, point{s, f, attrs, time.Time{}, 1})
+			return
+		}
+		v := f.OTelValue(iv.Value)
+		var start time.Time
+		if f.Type == mapping.Counter {
+			key := s.Name + "\xff" + f.OTelName + "\xff" + attrs.Encoded(attribute.DefaultEncoder())
+			seenNow[key] = true
+			st := p.state[key]
+			if st == nil {
+				st = &CounterStart{}
+				p.state[key] = st
+			}
+			start = st.Observe(v, s.at, source.GenerationOf(s.Src, f.Desc.PMID), p.seen[key])
+		}
+		pts = append(pts, point{s, f, attrs, start, v})
+	})
+	p.seen = seenNow
+	res := c.hostResources()
+	var b OTelBatch
+	for _, pt := range pts {
+		r := res[pt.s]
+		b.Add(r.key, r.attrs, pt.f, pt.attrs, pt.start, pt.s.at, pt.v)
+	}
+	var errs []error
+	for _, s := range c.sources {
+		if s.status.Reason == source.ReasonError {
+			errs = append(errs, errors.New(s.status.Detail))
+		}
+	}
+	rms, points := b.ResourceMetrics()
+	return rms, points, errors.Join(errs...)
+}
+
+// hostResource is the OpenTelemetry resource of a host's sources.
+type hostResource struct {
+	key   string
+	attrs []mapping.LabelPair
+}
+
+// hostResources returns the resource of every source: sources of one host
+// (the same hostname target label, as target_info merges them: pmcd and
+// the MMV directory beside it) share one, of their merged target labels
+// (the mapper's Resource over all their metrics).
+func (c *Collector) hostResources() map[*sourceState]hostResource {
+	type host struct {
+		target []mapping.LabelPair
+		ms     []source.Metric
+		srcs   []*sourceState
+	}
+	var hosts []*host
+	byName := map[string]*host{}
+	for _, s := range c.sources {
+		name, ok := hostname(s.target)
+		if !ok {
+			name = "\x00" + ResourceKey(s.target) // no hostname: the same target labels
+		}
+		h := byName[name]
+		if h == nil {
+			h = &host{}
+			byName[name] = h
+			hosts = append(hosts, h)
+		}
+		h.target = mergeLabels(h.target, s.target)
+		h.ms = append(h.ms, s.ms...)
+		h.srcs = append(h.srcs, s)
+	}
+	out := make(map[*sourceState]hostResource, len(c.sources))
+	for _, h := range hosts {
+		attrs := c.mapper.OTel().Resource(h.ms, h.target)
+		r := hostResource{key: ResourceKey(attrs), attrs: attrs}
+		for _, s := range h.srcs {
+			out[s] = r
+		}
+	}
+	return out
+}
+
+// Produce implements go.opentelemetry.io/otel/sdk/metric.Producer: the
+// metrics of every resource in one scope, by name.
+func (p *OTelProducer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
+	rms, _, err := p.Read(time.Now())
 	var out []metricdata.Metrics
-	var firstErr error
-	for _, s := range p.sources {
-		t := now
-		if s.When != nil {
-			var ok bool
-			if t, ok = s.When(now); !ok {
-				continue
-			}
-		}
-		// as the collector does: read again until the metrics, the values,
-		// the instances and the generations come from one metric set (an
-		// MMV directory rescan renumbers PMIDs)
-		var ms []source.Metric
-		var pin *pinnedSource
-		var err error
-		for attempt := 0; ; attempt++ {
-			var e uint64
-			ms, e = source.MetricsEpochOf(s.Src)
-			pmids := make([]semantics.PMID, len(ms))
-			for i := range ms {
-				pmids[i] = ms[i].Desc.PMID
-			}
-			if err = s.Src.Fetch(t, pmids, &p.res); err != nil {
-				break
-			}
-			pin = pinSource(s.Src, ms, &p.res, t)
-			if source.EpochOf(s.Src) == e {
-				break
-			}
-			if attempt == 3 {
-				err = fmt.Errorf("metrics kept changing during %d reads", attempt+1)
-				break
-			}
-		}
-		if err != nil {
-			p.logger.Warn("reading PCP source for OTLP failed", "source", s.Name, "err", err)
-			if firstErr == nil {
-				firstErr = fmt.Errorf("%s: %w", s.Name, err)
-			}
-			continue
-		}
-		out = p.conv.Convert(out, pin, ms, &p.res, t)
+	for _, rm := range rms {
+		out = append(out, rm.ScopeMetrics[0].Metrics...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return []metricdata.ScopeMetrics{{Scope: Scope, Metrics: out}}, firstErr
+	return []metricdata.ScopeMetrics{{Scope: Scope, Metrics: out}}, err
 }
+
+// Reconfigure swaps the mapper and, when srcs is not nil, the sources'
+// readers of the producer's Collector (Collector.Reconfigure).
+func (p *OTelProducer) Reconfigure(mapper *mapping.Mapper, srcs []source.Source) error {
+	return p.col.Reconfigure(mapper, srcs)
+}
+
+// Sources returns the readers of the producer's sources, in order.
+func (p *OTelProducer) Sources() []source.Source { return p.col.Sources() }

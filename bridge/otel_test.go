@@ -76,7 +76,7 @@ func TestGoldenOTel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := renderResource(Resource(p.conv.mapper, src)) + renderOTel(sm, src.When == nil)
+			out := renderResource(Resource(mapper(t, mapping.NamingDefault), src)) + renderOTel(sm, src.When == nil)
 			golden(t, name+".otel.txt", []byte(out))
 		})
 	}

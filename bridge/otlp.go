@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +23,6 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/selfmetric"
-	"github.com/pcp-exporter/pcp-exporter/mapping"
 )
 
 // OTLPConfig configures an OTLP metric exporter: serve's periodic push
@@ -170,52 +170,77 @@ func (c *OTLPConfig) Exporter(ctx context.Context) (sdkmetric.Exporter, error) {
 	return otlpmetricgrpc.New(ctx, opts...)
 }
 
-// StartPush starts pushing srcs with a periodic reader, one meter
-// provider per source (each source is a resource of its own: host.name,
-// service.name, ...); export failures are retried by the exporter,
-// logged, and counted in pcp_exporter_otlp_export_errors_total (registered
-// with reg when not nil), and serving goes on. It returns the function
-// that stops the pushes and the producers (one per source), which a
-// reload reconfigures.
-func (c *OTLPConfig) StartPush(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, srcs []Source, mapper *mapping.Mapper) (func(), []*OTelProducer, error) {
+// StartPush pushes what p reads every interval (and once more when
+// stopped), one request per resource (host), through the config's
+// exporter; failures are retried by the exporter, logged, and counted in
+// pcp_exporter_otlp_export_errors_total (registered with reg when not
+// nil), and serving goes on. It returns the function that stops the
+// pushes.
+func (c *OTLPConfig) StartPush(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, p *OTelProducer) (func(), error) {
 	errCount := selfmetric.OTLPExportErrors.NewCounter()
 	if reg != nil {
 		reg.MustRegister(errCount)
 	}
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+	fail := func(err error) {
 		errCount.Inc()
 		if strings.Contains(err.Error(), plaintextAnswer) {
 			logger.Warn("OTLP push failed", "err", err, "hint", plaintextHint)
 			return
 		}
 		logger.Warn("OTLP push failed", "err", err)
-	}))
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(fail))
+	exp, err := c.Exporter(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("otlp: %w", err)
+	}
 	go c.checkTLS(logger)
-	var mps []*sdkmetric.MeterProvider
-	var producers []*OTelProducer
-	stop := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
-		defer cancel()
-		for _, mp := range mps {
-			if err := mp.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
-				logger.Warn("OTLP shutdown", "err", err)
+	push := func() {
+		rms, _, err := p.Read(time.Now())
+		if err != nil {
+			logger.Debug("OTLP push: reading a source failed", "err", err) // logged once per change by the Collector
+		}
+		for i := range rms {
+			ectx, cancel := context.WithTimeout(context.Background(), c.Interval+c.Timeout)
+			err := exp.Export(ectx, &rms[i])
+			cancel()
+			if err != nil {
+				fail(err)
 			}
 		}
 	}
-	for _, src := range srcs {
-		exp, err := c.Exporter(ctx)
-		if err != nil {
-			stop()
-			return nil, nil, fmt.Errorf("otlp: %w", err)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(c.Interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				push()
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
 		}
-		producer := NewOTelProducer(mapper, logger, src)
-		producers = append(producers, producer)
-		reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(c.Interval), sdkmetric.WithTimeout(c.Timeout),
-			sdkmetric.WithProducer(producer))
-		mps = append(mps, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(Resource(mapper, src))))
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			close(done)
+			<-stopped
+			push() // the last values, as the SDK's periodic reader does at shutdown
+			sctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+			defer cancel()
+			if err := exp.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
+				logger.Warn("OTLP shutdown", "err", err)
+			}
+		})
 	}
 	logger.Info("pushing metrics over OTLP", "protocol", c.Protocol, "endpoint", c.Endpoint, "interval", c.Interval)
-	return stop, producers, nil
+	return stop, nil
 }
 
 // plaintextAnswer is what crypto/tls says of a receiver that answers a TLS

@@ -41,39 +41,8 @@ func (c *Collector) Sources() []source.Source {
 	return out
 }
 
-// Reconfigure swaps the producer's mapper and, when srcs is not nil, its
-// sources' readers (as Collector.Reconfigure) between two collections.
-func (p *OTelProducer) Reconfigure(mapper *mapping.Mapper, srcs []source.Source) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if srcs != nil && len(srcs) != len(p.sources) {
-		return fmt.Errorf("reconfigure: %d sources for %d", len(srcs), len(p.sources))
-	}
-	for i := range p.sources {
-		if srcs != nil {
-			p.sources[i].Src = srcs[i]
-		}
-		p.sources[i].Src = mapper.Wrap(p.sources[i].Src)
-	}
-	p.conv.mu.Lock()
-	p.conv.mapper = mapper
-	p.conv.mu.Unlock()
-	return nil
-}
-
-// Sources returns the readers of the producer's sources, in order.
-func (p *OTelProducer) Sources() []source.Source {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([]source.Source, len(p.sources))
-	for i, s := range p.sources {
-		out[i] = mapping.StripNode(s.Src)
-	}
-	return out
-}
-
 // Reconfigurable is what a reload reconfigures: the Collector of
-// /metrics and the OTLP pushes' OTelProducers.
+// /metrics and the OTLP push read (OTelProducer).
 type Reconfigurable interface {
 	Sources() []source.Source
 	Reconfigure(*mapping.Mapper, []source.Source) error

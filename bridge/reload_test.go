@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -54,5 +55,45 @@ func TestReconfigureAll(t *testing.T) {
 	}
 	if col.mapper.Naming() != mapping.NamingDefault {
 		t.Error("a failed reload changed the mapper")
+	}
+}
+
+// TestReloadReachesThePush: the OTLP push reads through the collector, so
+// the reload of the collector alone (one swap) gives the push the new
+// derived metrics and the new naming.
+func TestReloadReachesThePush(t *testing.T) {
+	ds, _ := derivedOverMMV(t)
+	col := New(mapper(t, mapping.NamingDefault), nil, Source{Name: "mmv", Src: ds})
+	prod := col.OTel()
+	e, err := derive.Parse("3 * mmv.a.value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	thrice := func(s source.Source) (source.Source, error) {
+		w, err := derive.Wrap(s.(*derive.Source).Unwrap(), []derive.Definition{{Name: "thrice", Expr: e}}, nil)
+		if err == nil {
+			t.Cleanup(func() { w.Close() })
+		}
+		return w, err
+	}
+	if err := ReconfigureAll(mapper(t, mapping.NamingPmproxy), thrice, col); err != nil {
+		t.Fatal(err)
+	}
+	if prod.Sources()[0] != col.Sources()[0] {
+		t.Fatal("the push reads another reader than the scrape")
+	}
+	sm, err := prod.Produce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, m := range sm[0].Metrics {
+		got[m.Name] = true
+	}
+	if !got["thrice"] || got["twice"] {
+		t.Errorf("after the reload the push has %v, want thrice and no twice", got)
+	}
+	if out := string(exposition(t, col)); !strings.Contains(out, "\nthrice 3000") {
+		t.Errorf("after the reload the scrape (pmproxy naming) lacks thrice 3000:\n%s", out)
 	}
 }

@@ -123,7 +123,7 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 	if merging {
 		out, b = b, c.merge.start()
 	}
-	c.read(nil, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	c.read(c.now(), nil, false, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		if s.text.sig != s.sig || s.text.epoch != s.epoch || len(s.text.series) != len(s.families) {
 			s.text = textCache{sig: s.sig, epoch: s.epoch, series: make([][]cachedSeries, len(s.families))}
 		}
@@ -269,7 +269,7 @@ func (s samplesCollector) Describe(chan<- *prometheus.Desc) {}
 func (s samplesCollector) Collect(ch chan<- prometheus.Metric) {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
-	s.c.read(s.sel, func(src *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	s.c.read(s.c.now(), s.sel, false, func(src *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		s.c.sendConst(ch, src, i, f, iv, inst)
 	})
 	s.c.sendTargets(ch, s.sel)

@@ -45,6 +45,11 @@ func ParseNaming(s string) (Naming, error) {
 	return 0, fmt.Errorf("unknown naming %q (want default, pmproxy, node or hostmetrics)", s)
 }
 
+// Namings returns every naming, in the order of ParseNaming's.
+func Namings() []Naming {
+	return []Naming{NamingDefault, NamingPmproxy, NamingNode, NamingHostmetrics}
+}
+
 // String returns the naming's flag value ("default", "pmproxy", "node" or
 // "hostmetrics").
 func (n Naming) String() string {
@@ -104,7 +109,10 @@ const InfoValueLabel = "value"
 // Family is the Prometheus form of one PCP metric.
 type Family struct {
 	PCPName string
-	Desc    semantics.Desc
+	// OTelName is the OpenTelemetry instrument's name: PCP's dotted name,
+	// or the rename of the configuration.
+	OTelName string
+	Desc     semantics.Desc
 	// Name is the name of the samples and of the family in text format
 	// 0.0.4: "disk_dev_read_bytes_total", "kernel_uname_release_info".
 	Name string
@@ -282,6 +290,7 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 		return Family{}, SkipUnsupported
 	}
 	f := Family{PCPName: md.Name, Desc: d, naming: m.naming, m: m, Scale: 1, mul: 1, div: 1}
+	f.OTelName, _ = m.baseName(md.Name)
 	if nf := m.naming.profile().familyOf(md); nf != nil {
 		return nf.family(f, md), ""
 	}

@@ -3,6 +3,7 @@ package mapping
 import (
 	"strings"
 
+	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
@@ -39,27 +40,44 @@ type Instrument struct {
 	fam    *Family
 }
 
-// Instrument maps a metric to an OpenTelemetry instrument, with the same
-// selection, renames and skip reasons as Map (STRING metrics are kept as
-// String instruments under both namings).
-func (m *Mapper) Instrument(md *source.Metric) (Instrument, SkipReason) {
-	n := *m
-	if !n.naming.Computed() {
-		n.naming = NamingDefault
+// OTel returns the mapper whose families the OpenTelemetry outputs (the
+// live push and the OTLP backfill alike) carry: the same selection, renames
+// and labels, with the naming OpenTelemetry uses for this one (the node
+// naming's families stay; the pmproxy naming's raw values and bare names
+// are a Prometheus form, so OpenTelemetry gets the default's converted
+// values and UCUM units, and STRING metrics as info gauges).
+func (m *Mapper) OTel() *Mapper {
+	if m.naming == NamingDefault || m.naming.Computed() {
+		return m
 	}
-	f, why := n.Map(md)
+	n := *m
+	n.naming = NamingDefault
+	return &n
+}
+
+// Instrument maps a metric to an OpenTelemetry instrument, with the same
+// selection, renames and skip reasons as Map under OTel's naming (STRING
+// metrics are kept as String instruments under every naming).
+func (m *Mapper) Instrument(md *source.Metric) (Instrument, SkipReason) {
+	f, why := m.OTel().Map(md)
 	if why != "" {
 		return Instrument{}, why
 	}
-	name, _ := m.baseName(md.Name)
-	in := Instrument{Name: name, Unit: f.UCUM, Description: f.Help, Scale: f.Scale, fam: &f}
+	return f.Instrument(), ""
+}
+
+// Instrument returns the OpenTelemetry instrument of a family mapped by
+// an OTel mapper (Mapper.OTel): its name is OTelName, its values
+// OTelValue's.
+func (f *Family) Instrument() Instrument {
+	in := Instrument{Name: f.OTelName, Unit: f.UCUM, Description: f.Help, Scale: f.Scale, fam: f}
 	if o := f.prof; o != nil && o.otel != nil {
 		in.Name, in.Unit = o.name, o.otel.unit
 		in.Kind, in.Monotonic, in.Int = KindGauge, o.otel.monotonic, o.otel.integer
 		if o.otel.sum {
 			in.Kind = KindSum
 		}
-		return in, ""
+		return in
 	}
 	switch f.Type {
 	case Counter:
@@ -68,8 +86,14 @@ func (m *Mapper) Instrument(md *source.Metric) (Instrument, SkipReason) {
 		in.String = true
 		in.Unit = "1"
 	}
-	return in, ""
+	return in
 }
+
+// OTelValue returns a numeric value in the instrument's unit, as libpcp's
+// pmConvScale converts a double: times the scale (Float64, the Prometheus
+// side's, divides where the scale is a fraction, and may differ from it
+// in the last bit).
+func (f *Family) OTelValue(v semantics.Value) float64 { return v.Float64() * f.Scale }
 
 // OTelKind is the OpenTelemetry kind of f's instrument (Instrument's
 // Kind and Monotonic), for an output that encodes families (the OTLP

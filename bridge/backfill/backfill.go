@@ -183,9 +183,6 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 	if len(opts.Archives) == 0 {
 		return st, errors.New("backfill: no archive")
 	}
-	if _, ok := sink.(*OTLPSink); ok {
-		opts.NoTargetInfo = true // the resource carries the target labels
-	}
 	if opts.Mapper == nil {
 		m, err := mapping.New(nil, mapping.Options{})
 		if err != nil {
@@ -193,11 +190,17 @@ func Run(ctx context.Context, opts Options, sink Sink) (Stats, error) {
 		}
 		opts.Mapper = m
 	}
+	if _, ok := sink.(*OTLPSink); ok {
+		opts.NoTargetInfo = true // the resource carries the target labels
+		// the instruments, units and values of the live push (one mapping)
+		opts.Mapper = opts.Mapper.OTel()
+	}
 	if opts.Mapper.Naming().Computed() && opts.Step <= 0 {
 		// its families combine metrics that records may hold at different times
 		return st, fmt.Errorf("the %s naming needs --step (interpolated samples): its families are computed from several PCP metrics at one time", opts.Mapper.Naming())
 	}
-	r := &run{opts: opts, st: &st, byLabels: map[string]*Series{}, w: startWriter(ctx, sink, opts.FailFast)}
+	_, otel := sink.(*OTLPSink)
+	r := &run{opts: opts, otel: otel, st: &st, byLabels: map[string]*Series{}, w: startWriter(ctx, sink, opts.FailFast)}
 	for _, a := range opts.Archives {
 		r.targets = append(r.targets, opts.Mapper.TargetLabels(a.Metrics(), nil))
 	}
@@ -323,6 +326,7 @@ func (w *writer) count(st *Stats) {
 
 type run struct {
 	opts  Options
+	otel  bool // for the OTLP sink: values as the live push converts them
 	w     *writer
 	st    *Stats
 	batch []Sample
@@ -464,7 +468,9 @@ func (r *run) emit(fi, pos int, gen uint64, inst int32, v semantics.Value, t tim
 	if f.Type == mapping.Info {
 		s = r.lookup(fi, inst, strings.ToValidUTF8(v.Str(), "\uFFFD"), t)
 	} else {
-		val = f.Float64(v)
+		if val = f.Float64(v); r.otel {
+			val = f.OTelValue(v) // the live push's conversion
+		}
 		if len(r.hints) <= fi {
 			r.hints = append(r.hints, make([][]seriesHint, fi+1-len(r.hints))...)
 		}

@@ -8,12 +8,10 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.opentelemetry.io/otel/sdk/resource"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -30,10 +28,11 @@ type Exporter interface {
 	Shutdown(context.Context) error
 }
 
-// OTLPSink sends samples with their original timestamps over OTLP:
-// counters as monotonic cumulative sums (start time: Sample.Start, the live
-// push's rule), other metrics as gauges, named with their PCP names and UCUM
-// units as the live push names them. Requests are retried as remote write
+// OTLPSink sends samples with their original timestamps over OTLP, encoded
+// as the live push encodes its reads (bridge.OTelBatch): counters as
+// monotonic cumulative sums (start time: Sample.Start, the live push's
+// rule), other metrics as gauges, with the instruments' names, UCUM units
+// and values of the mapper's OTel form (Run maps with it for this sink). Requests are retried as remote write
 // retries them (retrier): over HTTP a 4xx other than 429 rejects the batch
 // (counted with the receiver's reason; the run goes on), 429, 5xx and
 // network errors are retried (after Retry-After when given); over gRPC the
@@ -84,81 +83,39 @@ func newOTLPSink(logger *slog.Logger) *OTLPSink {
 		MaxBackoff: 5 * time.Second, MaxRetryAfter: 5 * time.Minute}
 }
 
-// Write exports one batch as one request per host.
+// Write exports one batch as one request per host, encoded as the live
+// push encodes its reads (bridge.OTelBatch).
 func (s *OTLPSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
-	type key struct {
-		res  string
-		name string
-	}
-	resources := map[string]*resource.Resource{}
-	var resOrder []string
-	points := map[string]int{} // by resource
-	metrics := map[key]*metricdata.Metrics{}
-	ints := map[key]bool{} // value_type int (the hostmetrics naming)
-	var order []key
+	var b bridge.OTelBatch
 	for i := range batch {
 		smp := &batch[i]
 		f := smp.Series.Family
 		if f.Name == mapping.TargetInfoName {
 			continue // the resource
 		}
-		// the live push's resource and attributes (one mapping)
-		rkey := resourceKey(smp.Series.Resource)
-		if _, ok := resources[rkey]; !ok {
-			resources[rkey] = bridge.ResourceOf(smp.Series.Resource)
-			resOrder = append(resOrder, rkey)
-		}
-		points[rkey]++
 		attrs := make([]attribute.KeyValue, len(smp.Series.Attrs))
 		for i, l := range smp.Series.Attrs {
 			attrs[i] = attribute.String(l.Name, l.Value)
 		}
-		k := key{rkey, f.PCPName}
-		m := metrics[k]
-		if m == nil {
-			m = &metricdata.Metrics{Name: f.PCPName, Description: f.Help, Unit: f.UCUM}
-			if kind, mono := f.OTelKind(); kind == mapping.KindSum {
-				m.Data = metricdata.Sum[float64]{Temporality: metricdata.CumulativeTemporality, IsMonotonic: mono}
-			} else {
-				m.Data = metricdata.Gauge[float64]{}
-			}
-			metrics[k] = m
-			ints[k] = f.OTelInt()
-			order = append(order, k)
+		var start time.Time
+		if smp.Start != 0 {
+			start = time.Unix(0, smp.Start)
 		}
-		t := time.UnixMilli(smp.T)
-		pt := metricdata.DataPoint[float64]{Attributes: attribute.NewSet(attrs...), Time: t, Value: smp.V}
-		switch d := m.Data.(type) {
-		case metricdata.Sum[float64]:
-			pt.StartTime = time.Unix(0, smp.Start)
-			d.DataPoints = append(d.DataPoints, pt)
-			m.Data = d
-		case metricdata.Gauge[float64]:
-			d.DataPoints = append(d.DataPoints, pt)
-			m.Data = d
-		}
+		b.Add(bridge.ResourceKey(smp.Series.Resource), smp.Series.Resource, f, attribute.NewSet(attrs...), start, time.UnixMilli(smp.T), smp.V)
 	}
+	rms, points := b.ResourceMetrics()
 	var out Outcome
 	r := &retrier{what: "otlp", logger: s.Logger, maxRetryTime: s.MaxRetryTime, minBackoff: s.MinBackoff,
 		maxBackoff: s.MaxBackoff, maxRetryAfter: s.MaxRetryAfter, retries: &s.Retries}
-	for _, rk := range resOrder {
-		rm := metricdata.ResourceMetrics{Resource: resources[rk], ScopeMetrics: []metricdata.ScopeMetrics{{Scope: bridge.Scope}}}
-		for _, k := range order {
-			if k.res == rk {
-				m := *metrics[k]
-				if ints[k] {
-					m.Data = bridge.IntData(m.Data)
-				}
-				rm.ScopeMetrics[0].Metrics = append(rm.ScopeMetrics[0].Metrics, m)
-			}
-		}
-		n := points[rk]
+	for i := range rms {
+		rm := &rms[i]
+		n := points[i]
 		var rej int
 		var rejMsg string
 		var attempt func(context.Context) error
 		if s.exp != nil {
 			attempt = func(ctx context.Context) error {
-				err := s.exp.Export(ctx, &rm)
+				err := s.exp.Export(ctx, rm)
 				if err == nil {
 					return nil
 				}
@@ -169,7 +126,7 @@ func (s *OTLPSink) Write(ctx context.Context, batch []Sample) (Outcome, error) {
 				return grpcError(err)
 			}
 		} else {
-			body, err := proto.Marshal(exportRequest(&rm))
+			body, err := proto.Marshal(exportRequest(rm))
 			if err != nil {
 				return out, fmt.Errorf("otlp: %w", err)
 			}
@@ -270,18 +227,6 @@ func partialSuccess(err error) (rejected int, msg string, ok bool) {
 	}
 	n, _ := strconv.Atoi(m[2])
 	return n, "OTLP partial success: " + m[1], true
-}
-
-// resourceKey identifies a resource's attributes.
-func resourceKey(attrs []mapping.LabelPair) string {
-	var b strings.Builder
-	for _, p := range attrs {
-		b.WriteString(p.Name)
-		b.WriteByte(0)
-		b.WriteString(p.Value)
-		b.WriteByte(0)
-	}
-	return b.String()
 }
 
 // Close shuts the exporter down.

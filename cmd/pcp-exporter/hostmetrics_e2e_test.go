@@ -208,7 +208,7 @@ func TestHostmetricsOTLPToCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &bridge.OTLPConfig{Endpoint: pushAddr, Protocol: "grpc", Interval: time.Hour, Timeout: 5 * time.Second, Insecure: true}
-	stop, _, err := f.StartPush(context.Background(), slog.New(slog.DiscardHandler), nil, []bridge.Source{{Name: "host", Src: rpPush, When: when}}, hm)
+	stop, err := f.StartPush(context.Background(), slog.New(slog.DiscardHandler), nil, bridge.NewOTelProducer(hm, nil, bridge.Source{Name: "host", Src: rpPush, When: when}))
 	if err != nil {
 		t.Fatal(err)
 	}

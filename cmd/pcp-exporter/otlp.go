@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
-	"github.com/pcp-exporter/pcp-exporter/mapping"
 )
 
 // addOTLPFlags adds serve's OTLP push flags, filling a bridge.OTLPConfig.
@@ -48,27 +47,12 @@ func checkOTLP(c *bridge.OTLPConfig) error {
 	return nil
 }
 
-// startServePush starts serve's OTLP push when an endpoint is set, over
-// sources of its own (a replay read by both the scrapes and the pushes
-// would be asked for times going back and forth). It returns the
-// producers, which a reload reconfigures, and the function that stops the
-// push and closes its sources.
-func startServePush(ctx context.Context, f *serveFlags, logger *slog.Logger, reg prometheus.Registerer, mapper *mapping.Mapper) ([]bridge.Reconfigurable, func(), error) {
+// startServePush starts serve's OTLP push when an endpoint is set: it
+// reads through the scrapes' Collector (each source opened once, one
+// reload). It returns the function that stops the push.
+func startServePush(ctx context.Context, f *serveFlags, logger *slog.Logger, reg prometheus.Registerer, col *bridge.Collector) (func(), error) {
 	if !f.otlp.Enabled() {
-		return nil, func() {}, nil
+		return func() {}, nil
 	}
-	srcs, closeSrcs, err := openServeSources(f, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	stop, producers, err := f.otlp.StartPush(ctx, logger, reg, srcs, mapper)
-	if err != nil {
-		closeSrcs()
-		return nil, nil, err
-	}
-	var pushed []bridge.Reconfigurable
-	for _, p := range producers {
-		pushed = append(pushed, p)
-	}
-	return pushed, func() { stop(); closeSrcs() }, nil
+	return f.otlp.StartPush(ctx, logger, reg, col.OTel())
 }

@@ -128,6 +128,7 @@ func readOTLPFile(t *testing.T, path string) []otlpPoint {
 		StartTimeUnixNano string
 		TimeUnixNano      string
 		AsDouble          float64
+		AsInt             *string // an int data point (the hostmetrics naming's)
 	}
 	var out []otlpPoint
 	sc := bufio.NewScanner(f)
@@ -167,7 +168,12 @@ func readOTLPFile(t *testing.T, path string) []otlpPoint {
 							}
 							st, _ := strconv.ParseInt(p.StartTimeUnixNano, 10, 64)
 							tm, _ := strconv.ParseInt(p.TimeUnixNano, 10, 64)
-							out = append(out, otlpPoint{res, m.Name, m.Unit, kind, mono, temporal, attrs, st, tm, p.AsDouble})
+							v := p.AsDouble
+							if p.AsInt != nil {
+								n, _ := strconv.ParseInt(*p.AsInt, 10, 64)
+								v = float64(n)
+							}
+							out = append(out, otlpPoint{res, m.Name, m.Unit, kind, mono, temporal, attrs, st, tm, v})
 						}
 					}
 					if m.Sum != nil {
@@ -204,7 +210,7 @@ func TestOTLPPlaintextReceiverWarnsAtOnce(t *testing.T) {
 		var logb lockedBuffer
 		f := &bridge.OTLPConfig{Endpoint: c.endpoint, Protocol: c.protocol, Interval: time.Minute, Timeout: 5 * time.Second}
 		start := time.Now()
-		stop, _, err := f.StartPush(context.Background(), slog.New(slog.NewTextHandler(&logb, nil)), nil, []bridge.Source{{Name: "mmv", Src: d, Context: mmvContext()}}, mapper)
+		stop, err := f.StartPush(context.Background(), slog.New(slog.NewTextHandler(&logb, nil)), nil, bridge.NewOTelProducer(mapper, nil, []bridge.Source{{Name: "mmv", Src: d, Context: mmvContext()}}...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +274,7 @@ func TestOTLPPushToCollector(t *testing.T) {
 	for _, c := range []struct{ protocol, endpoint string }{{"grpc", grpcAddr}, {"http/protobuf", "http://" + httpAddr}} {
 		f := &bridge.OTLPConfig{Endpoint: c.endpoint, Protocol: c.protocol, Interval: time.Hour, Timeout: 5 * time.Second, Insecure: true}
 		srcs := []bridge.Source{{Name: "mmv", Src: d, Context: mmvContext()}, {Name: "seed", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}}
-		stop, _, err := f.StartPush(context.Background(), slog.New(slog.DiscardHandler), nil, srcs, mapper)
+		stop, err := f.StartPush(context.Background(), slog.New(slog.DiscardHandler), nil, bridge.NewOTelProducer(mapper, nil, srcs...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,8 +429,7 @@ func TestOTLPPushAndBackfillAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &bridge.OTLPConfig{Endpoint: pushAddr, Protocol: "grpc", Interval: time.Hour, Timeout: 5 * time.Second, Insecure: true}
-	stop, _, err := f.StartPush(context.Background(), slog.New(slog.DiscardHandler), nil,
-		[]bridge.Source{{Name: "live", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}}, mapper)
+	stop, err := f.StartPush(context.Background(), slog.New(slog.DiscardHandler), nil, bridge.NewOTelProducer(mapper, nil, []bridge.Source{{Name: "live", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}}...))
 	if err != nil {
 		t.Fatal(err)
 	}

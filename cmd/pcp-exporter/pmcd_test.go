@@ -614,7 +614,7 @@ func TestOTLPPushFromPMCD(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &bridge.OTLPConfig{Endpoint: grpcAddr, Protocol: "grpc", Interval: time.Hour, Timeout: 5 * time.Second, Insecure: true}
-	stop, _, err := f.StartPush(context.Background(), slog.New(slog.DiscardHandler), nil, []bridge.Source{{Name: "pmcd", Src: s}}, mapper)
+	stop, err := f.StartPush(context.Background(), slog.New(slog.DiscardHandler), nil, bridge.NewOTelProducer(mapper, nil, []bridge.Source{{Name: "pmcd", Src: s}}...))
 	if err != nil {
 		t.Fatal(err)
 	}

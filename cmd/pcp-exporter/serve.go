@@ -182,7 +182,7 @@ func runServe(f *serveFlags) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	pushed, stopPush, err := startServePush(ctx, f, logger, reg, mapper)
+	stopPush, err := startServePush(ctx, f, logger, reg, col)
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func runServe(f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	targets := append([]bridge.Reconfigurable{col}, pushed...)
+	targets := []bridge.Reconfigurable{col} // the push reads through col
 	if probes != nil {
 		defer probes.Close()
 		targets = append([]bridge.Reconfigurable{probes}, targets...) // first: a config that fails changes nothing
