@@ -6,9 +6,10 @@
 #   make race        the test suite with the race detector
 #                    (GOTESTFLAGS adds go test flags to these three, e.g. -count=1;
 #                    TESTPARALLEL: parallel tests per package and TESTP: packages
-#                    at once, 4 each by default (go test's default is the number of
-#                    CPUs) since the end-to-end runs wait on their peers, not on
-#                    the CPU)
+#                    at once, 4 each by default for test and test-long (go test's
+#                    default is the number of CPUs) since the end-to-end runs wait
+#                    on their peers, not on the CPU; race keeps go test's default:
+#                    the detector makes the tests CPU-bound)
 #   make build       every package and the static binary ./pcp-exporter
 #                    (CGO_ENABLED=0, version stamped)
 #   make lint        go vet + gofmt -l (fails on any unformatted file) + staticcheck
@@ -61,7 +62,7 @@ test-long:
 	PCPX_LONG_TESTS=1 $(GO) test -timeout $(TESTTIMEOUT) -p $(TESTP) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
 
 race:
-	$(GO) test -race -timeout $(TESTTIMEOUT) -p $(TESTP) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
+	$(GO) test -race -timeout $(TESTTIMEOUT) $(GOTESTFLAGS) ./...
 
 build:
 	CGO_ENABLED=0 $(GO) build ./...

@@ -295,7 +295,7 @@ func TestRemoteWriteFaults(t *testing.T) {
 		{name: "hang after storing", duplicates: true, fault: func(n int, w http.ResponseWriter, store func()) bool {
 			if n == 2 {
 				store()
-				time.Sleep(1500 * time.Millisecond) // past the client's timeout
+				time.Sleep(3 * time.Second) // past the client's timeout
 				return true
 			}
 			return false
@@ -310,18 +310,22 @@ func TestRemoteWriteFaults(t *testing.T) {
 			}
 			return false
 		}},
-		{name: "ack then stall", maxTook: 700 * time.Millisecond, rwOnly: true, fault: func(n int, w http.ResponseWriter, store func()) bool {
+		{name: "ack then stall", maxTook: 1900 * time.Millisecond, rwOnly: true, fault: func(n int, w http.ResponseWriter, store func()) bool {
 			if n == 2 {
 				store()
 				w.Header().Set("Content-Length", "100")
 				w.WriteHeader(http.StatusOK)
 				w.(http.Flusher).Flush()
-				time.Sleep(1500 * time.Millisecond) // the body never comes
+				time.Sleep(5 * time.Second) // the body never comes
 				return true
 			}
 			return false
 		}},
 	}
+	// faultTimeout is the sinks' request timeout: 2 s, so that only the
+	// faults (which hang for longer) outlast it, even under the race
+	// detector on a loaded machine (1 s did not)
+	const faultTimeout = 2 * time.Second
 	for _, kind := range sinkKinds {
 		for _, c := range cases {
 			if c.rwOnly && kind.name != "remote write" {
@@ -334,7 +338,7 @@ func TestRemoteWriteFaults(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
 				began := time.Now()
-				st, err := Run(ctx, Options{Archives: []*archive.Archive{a}, FailFast: c.failFast}, kind.sink(rcv.url(), time.Second))
+				st, err := Run(ctx, Options{Archives: []*archive.Archive{a}, FailFast: c.failFast}, kind.sink(rcv.url(), faultTimeout))
 				took := time.Since(began)
 				distinct, total := rcv.counts()
 				t.Logf("%+v, receiver: %d distinct, %d stored, %d requests, %v", st, distinct, total, rcv.requests, took)
