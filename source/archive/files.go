@@ -266,7 +266,35 @@ func readAll(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer s.Close()
-	return io.ReadAll(c)
+	return readChunks(c)
+}
+
+// readChunks reads r to its end in chunks of up to 1 MiB joined once at
+// the end: at most twice the data is held, where io.ReadAll's regrown
+// buffers (and the garbage they leave) held four times a decompression
+// bomb's capped output (TestCompressedBombs).
+func readChunks(r io.Reader) ([]byte, error) {
+	var chunks [][]byte
+	total := 0
+	for size := 4 << 10; ; size = min(2*size, 1<<20) {
+		b := make([]byte, size)
+		n, err := io.ReadFull(r, b)
+		if n > 0 {
+			chunks = append(chunks, b[:n])
+			total += n
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]byte, 0, total)
+	for _, c := range chunks {
+		out = append(out, c...)
+	}
+	return out, nil
 }
 
 // metaWindow is how much of a compressed .meta is decompressed at a time.
