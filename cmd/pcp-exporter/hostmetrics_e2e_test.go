@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -26,104 +24,6 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
 )
-
-// hostPoint is one data point of the collector's file output, with what
-// the hostmetrics checks need (value type, scope).
-type hostPoint struct {
-	resource        map[string]string
-	scope, scopeVer string
-	metric, unit    string
-	desc            string
-	kind            string // sum or gauge
-	monotonic       bool
-	temporality     int
-	isInt           bool
-	attrs           map[string]string
-	start, time     int64
-	value           float64
-}
-
-func readHostPoints(path string) []hostPoint {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	type kv struct {
-		Key   string
-		Value struct{ StringValue string }
-	}
-	type dp struct {
-		Attributes        []kv
-		StartTimeUnixNano string
-		TimeUnixNano      string
-		AsDouble          *float64
-		AsInt             *string
-	}
-	var out []hostPoint
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var req struct {
-			ResourceMetrics []struct {
-				Resource     struct{ Attributes []kv }
-				ScopeMetrics []struct {
-					Scope   struct{ Name, Version string }
-					Metrics []struct {
-						Name, Unit  string
-						Description string
-						Sum         *struct {
-							DataPoints             []dp
-							AggregationTemporality int
-							IsMonotonic            bool
-						}
-						Gauge *struct{ DataPoints []dp }
-					}
-				}
-			}
-		}
-		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			continue // a line the collector is still writing
-		}
-		for _, rm := range req.ResourceMetrics {
-			res := map[string]string{}
-			for _, a := range rm.Resource.Attributes {
-				res[a.Key] = a.Value.StringValue
-			}
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
-					add := func(kind string, mono bool, temp int, pts []dp) {
-						for _, p := range pts {
-							hp := hostPoint{resource: res, scope: sm.Scope.Name, scopeVer: sm.Scope.Version, metric: m.Name, unit: m.Unit, desc: m.Description,
-								kind: kind, monotonic: mono, temporality: temp, attrs: map[string]string{}}
-							for _, a := range p.Attributes {
-								hp.attrs[a.Key] = a.Value.StringValue
-							}
-							hp.start, _ = strconv.ParseInt(p.StartTimeUnixNano, 10, 64)
-							hp.time, _ = strconv.ParseInt(p.TimeUnixNano, 10, 64)
-							switch {
-							case p.AsInt != nil:
-								hp.isInt = true
-								n, _ := strconv.ParseInt(*p.AsInt, 10, 64)
-								hp.value = float64(n)
-							case p.AsDouble != nil:
-								hp.value = *p.AsDouble
-							}
-							out = append(out, hp)
-						}
-					}
-					if m.Sum != nil {
-						add("sum", m.Sum.IsMonotonic, m.Sum.AggregationTemporality, m.Sum.DataPoints)
-					}
-					if m.Gauge != nil {
-						add("gauge", false, 0, m.Gauge.DataPoints)
-					}
-				}
-			}
-		}
-	}
-	return out
-}
 
 // hostmetricsRecorded lists the PCP metrics the test records from the
 // local pmcd: the linux agent's metrics of the receiver's formulas (whole
@@ -263,11 +163,11 @@ func TestHostmetricsOTLPToCollector(t *testing.T) {
 		return 0, false
 	}
 
-	wait := func(out string) []hostPoint {
+	wait := func(out string) []otlpPoint {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			var pts []hostPoint
-			for _, p := range readHostPoints(out) {
+			var pts []otlpPoint
+			for _, p := range readOTLPFile(t, out) {
 				if strings.HasPrefix(p.metric, "system.") {
 					pts = append(pts, p)
 				}
@@ -293,7 +193,7 @@ func TestHostmetricsOTLPToCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkShape := func(what string, pts []hostPoint) map[string]bool {
+	checkShape := func(what string, pts []otlpPoint) map[string]bool {
 		names := map[string]bool{}
 		for _, p := range pts {
 			names[p.metric] = true
@@ -312,8 +212,8 @@ func TestHostmetricsOTLPToCollector(t *testing.T) {
 			if p.desc != s.Description {
 				t.Errorf("%s %s: description %q, metadata.yaml %q", what, p.metric, p.desc, s.Description)
 			}
-			if p.kind == "sum" && (p.temporality != 2 || s.Temporality != "cumulative") {
-				t.Errorf("%s %s: temporality %d, metadata.yaml %s", what, p.metric, p.temporality, s.Temporality)
+			if p.kind == "sum" && (p.temporal != 2 || s.Temporality != "cumulative") {
+				t.Errorf("%s %s: temporality %d, metadata.yaml %s", what, p.metric, p.temporal, s.Temporality)
 			}
 			var keys []string
 			for k, v := range p.attrs {

@@ -101,16 +101,19 @@ func (l *lockedBuffer) String() string {
 
 // otlpPoint is one data point of the collector's JSON output.
 type otlpPoint struct {
-	resource  map[string]string
-	metric    string
-	unit      string
-	kind      string // sum or gauge
-	monotonic bool
-	temporal  int
-	attrs     map[string]string
-	start     int64
-	time      int64
-	value     float64
+	resource        map[string]string
+	scope, scopeVer string
+	metric          string
+	unit            string
+	desc            string
+	kind            string // sum or gauge
+	monotonic       bool
+	temporal        int
+	isInt           bool // an int data point (the hostmetrics naming's)
+	attrs           map[string]string
+	start           int64
+	time            int64
+	value           float64
 }
 
 func readOTLPFile(t *testing.T, path string) []otlpPoint {
@@ -138,9 +141,11 @@ func readOTLPFile(t *testing.T, path string) []otlpPoint {
 			ResourceMetrics []struct {
 				Resource     struct{ Attributes []kv }
 				ScopeMetrics []struct {
+					Scope   struct{ Name, Version string }
 					Metrics []struct {
-						Name, Unit string
-						Sum        *struct {
+						Name, Unit  string
+						Description string
+						Sum         *struct {
 							DataPoints             []dp
 							AggregationTemporality int
 							IsMonotonic            bool
@@ -173,7 +178,8 @@ func readOTLPFile(t *testing.T, path string) []otlpPoint {
 								n, _ := strconv.ParseInt(*p.AsInt, 10, 64)
 								v = float64(n)
 							}
-							out = append(out, otlpPoint{res, m.Name, m.Unit, kind, mono, temporal, attrs, st, tm, v})
+							out = append(out, otlpPoint{resource: res, scope: sm.Scope.Name, scopeVer: sm.Scope.Version, metric: m.Name, unit: m.Unit, desc: m.Description,
+								kind: kind, monotonic: mono, temporal: temporal, isInt: p.AsInt != nil, attrs: attrs, start: st, time: tm, value: v})
 						}
 					}
 					if m.Sum != nil {
