@@ -10,7 +10,8 @@ import (
 )
 
 // exportRequest is the OTLP/HTTP request of rm, holding what the sink
-// builds: float64 gauges and monotonic cumulative sums.
+// builds: gauges and cumulative sums of float64, and of int64 (the
+// hostmetrics naming's int metrics).
 func exportRequest(rm *metricdata.ResourceMetrics) *colmetricpb.ExportMetricsServiceRequest {
 	prm := &metricpb.ResourceMetrics{Resource: &resourcepb.Resource{}}
 	if rm.Resource != nil {
@@ -23,15 +24,13 @@ func exportRequest(rm *metricdata.ResourceMetrics) *colmetricpb.ExportMetricsSer
 			pm := &metricpb.Metric{Name: m.Name, Description: m.Description, Unit: m.Unit}
 			switch d := m.Data.(type) {
 			case metricdata.Sum[float64]:
-				temp := metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
-				if d.Temporality == metricdata.DeltaTemporality {
-					temp = metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
-				}
-				pm.Data = &metricpb.Metric_Sum{Sum: &metricpb.Sum{AggregationTemporality: temp, IsMonotonic: d.IsMonotonic, DataPoints: points(d.DataPoints)}}
+				pm.Data = sum(d, setDouble)
 			case metricdata.Gauge[float64]:
-				pm.Data = &metricpb.Metric_Gauge{Gauge: &metricpb.Gauge{DataPoints: points(d.DataPoints)}}
-			default:
-				setIntData(pm, d) // the hostmetrics naming's int metrics
+				pm.Data = &metricpb.Metric_Gauge{Gauge: &metricpb.Gauge{DataPoints: points(d.DataPoints, setDouble)}}
+			case metricdata.Sum[int64]: // the hostmetrics naming's int metrics
+				pm.Data = sum(d, setInt)
+			case metricdata.Gauge[int64]:
+				pm.Data = &metricpb.Metric_Gauge{Gauge: &metricpb.Gauge{DataPoints: points(d.DataPoints, setInt)}}
 			}
 			psm.Metrics = append(psm.Metrics, pm)
 		}
@@ -40,17 +39,35 @@ func exportRequest(rm *metricdata.ResourceMetrics) *colmetricpb.ExportMetricsSer
 	return &colmetricpb.ExportMetricsServiceRequest{ResourceMetrics: []*metricpb.ResourceMetrics{prm}}
 }
 
-func points(dps []metricdata.DataPoint[float64]) []*metricpb.NumberDataPoint {
+// sum is the OTLP form of a Sum whose point values set puts in place.
+func sum[N int64 | float64](d metricdata.Sum[N], set func(*metricpb.NumberDataPoint, N)) *metricpb.Metric_Sum {
+	temp := metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
+	if d.Temporality == metricdata.DeltaTemporality {
+		temp = metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
+	}
+	return &metricpb.Metric_Sum{Sum: &metricpb.Sum{AggregationTemporality: temp, IsMonotonic: d.IsMonotonic, DataPoints: points(d.DataPoints, set)}}
+}
+
+// points is the OTLP form of data points whose values set puts in place.
+func points[N int64 | float64](dps []metricdata.DataPoint[N], set func(*metricpb.NumberDataPoint, N)) []*metricpb.NumberDataPoint {
 	out := make([]*metricpb.NumberDataPoint, len(dps))
 	for i, dp := range dps {
-		p := &metricpb.NumberDataPoint{Attributes: keyValues(dp.Attributes.Iter()), TimeUnixNano: uint64(dp.Time.UnixNano()),
-			Value: &metricpb.NumberDataPoint_AsDouble{AsDouble: dp.Value}}
+		p := &metricpb.NumberDataPoint{Attributes: keyValues(dp.Attributes.Iter()), TimeUnixNano: uint64(dp.Time.UnixNano())}
+		set(p, dp.Value)
 		if !dp.StartTime.IsZero() {
 			p.StartTimeUnixNano = uint64(dp.StartTime.UnixNano())
 		}
 		out[i] = p
 	}
 	return out
+}
+
+func setDouble(p *metricpb.NumberDataPoint, v float64) {
+	p.Value = &metricpb.NumberDataPoint_AsDouble{AsDouble: v}
+}
+
+func setInt(p *metricpb.NumberDataPoint, v int64) {
+	p.Value = &metricpb.NumberDataPoint_AsInt{AsInt: v}
 }
 
 func keyValues(it attribute.Iterator) []*commonpb.KeyValue {
