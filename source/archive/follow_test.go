@@ -220,14 +220,7 @@ func TestFollowGrowing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var offs []int64
-	var times []time.Time
-	r := a.Records()
-	for r.Next() {
-		offs = append(offs, r.Record().Off)
-		times = append(times, r.Record().Time)
-	}
-	r.Close()
+	offs, times := recordsOf(a)
 	if len(offs) < 20 {
 		t.Fatalf("%d records", len(offs))
 	}
@@ -399,4 +392,17 @@ func TestFollowGrownSlowerGroup(t *testing.T) {
 	if w := want[key]["proc.nprocs"]; w != "93" || got["proc.nprocs"] != w {
 		t.Errorf("proc.nprocs at +18.5 s after growth: %q, libpcp %q (want 93)", got["proc.nprocs"], w)
 	}
+}
+
+// recordsOf returns the offset and time of each of a's records.
+func recordsOf(a *Archive) ([]int64, []time.Time) {
+	var offs []int64
+	var times []time.Time
+	r := a.Records()
+	for r.Next() {
+		offs = append(offs, r.Record().Off)
+		times = append(times, r.Record().Time)
+	}
+	r.Close()
+	return offs, times
 }

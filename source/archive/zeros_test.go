@@ -30,14 +30,7 @@ func TestFollowZeroTailedVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var offs []int64
-	var times []time.Time
-	r := a.Records()
-	for r.Next() {
-		offs = append(offs, r.Record().Off)
-		times = append(times, r.Record().Time)
-	}
-	r.Close()
+	offs, times := recordsOf(a)
 	half := len(offs) / 2
 	cut := offs[half]
 	// the first half, then zeros as long as the rest
