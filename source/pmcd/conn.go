@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/internal/pcpwire"
 )
 
 // Endpoint is where a pmcd listens: a unix socket path or a TCP address.
@@ -101,7 +103,7 @@ type conn struct {
 	features uint32
 	max      int
 	rbuf     []byte
-	w        encoder
+	w        pcpwire.Encoder
 	// writeErr receives the result of a pipelined write.
 	writeErr chan error
 	// sent counts the requests sent by exchange.
@@ -210,11 +212,12 @@ func (c *conn) handshake(timeout time.Duration) error {
 	if p.typ != pduError || len(p.b) != 20 {
 		return &FormatError{Peer: c.peer, PDU: pduName(p.typ), Offset: 0, Msg: fmt.Sprintf("greeting of %d bytes is not the 20-byte ERROR pmcd sends first", len(p.b))}
 	}
-	code := int32(be32(p.b[12:]))
+	d := decoder(p)
+	code := d.I32()
+	info := d.U32()
 	if code != 0 {
 		return fmt.Errorf("pmcd at %s refused the connection: %v", c.peer, pmErr(v1ToV2(code)))
 	}
-	info := be32(p.b[16:])
 	if v := info >> 24 & 0x7f; v != 2 {
 		return &FormatError{Peer: c.peer, PDU: "ERROR", Offset: 16, Msg: fmt.Sprintf("protocol version %d, want 2", v)}
 	}
@@ -232,29 +235,29 @@ func (c *conn) handshake(timeout time.Duration) error {
 	}
 	flags |= secure
 	w := &c.w
-	w.b = w.b[:0]
-	w.begin(pduCreds)
-	w.u32(1)
-	w.u32(1<<24 | 2<<16 | flags)
-	w.finish()
+	w.B = w.B[:0]
+	w.Begin(pduCreds)
+	w.U32(1)
+	w.U32(1<<24 | 2<<16 | flags)
+	w.Finish()
 	if secure&^featCertReqd != 0 {
 		if err := c.upgrade(flags, time.Now().Add(timeout)); err != nil {
 			return err
 		}
 	}
-	w.begin(pduProfile)
-	w.u32(0) // ctxid
-	w.u32(0) // include everything
-	w.u32(0) // no per-indom entries
-	w.u32(0)
-	w.finish()
-	w.begin(pduPMNSNames)
-	w.u32(uint32(len("pmcd.hostname") + 1))
-	w.u32(0)
-	w.u32(1)
-	w.str("pmcd.hostname")
-	w.finish()
-	if _, err := c.c.Write(w.b); err != nil {
+	w.Begin(pduProfile)
+	w.U32(0) // ctxid
+	w.U32(0) // include everything
+	w.U32(0) // no per-indom entries
+	w.U32(0)
+	w.Finish()
+	w.Begin(pduPMNSNames)
+	w.U32(uint32(len("pmcd.hostname") + 1))
+	w.U32(0)
+	w.U32(1)
+	w.Str("pmcd.hostname")
+	w.Finish()
+	if _, err := c.c.Write(w.B); err != nil {
 		return c.peerErr(err)
 	}
 	p, err = c.read()
@@ -300,10 +303,6 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func be32(b []byte) uint32 {
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-}
-
 // exchange sends the requests built in c.w (n of them) and hands each of
 // the n replies, in order, to handle, all within deadline. The requests
 // are written by another goroutine while the replies are read, so neither
@@ -311,14 +310,14 @@ func be32(b []byte) uint32 {
 func (c *conn) exchange(deadline time.Time, n int, handle func(i int, p pdu) error) error {
 	c.c.SetDeadline(deadline)
 	c.sent += n
-	if len(c.w.b) <= 64<<10 {
-		if _, err := c.c.Write(c.w.b); err != nil {
+	if len(c.w.B) <= 64<<10 {
+		if _, err := c.c.Write(c.w.B); err != nil {
 			return c.ioErr(err)
 		}
 		return c.replies(n, handle)
 	}
 	go func() {
-		_, err := c.c.Write(c.w.b)
+		_, err := c.c.Write(c.w.B)
 		c.writeErr <- err
 	}()
 	err := c.replies(n, handle)

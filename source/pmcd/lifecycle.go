@@ -80,8 +80,8 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, w
 		} else {
 			// the buffers of the pipelined metadata requests and their
 			// replies: a fetch's are a few KiB
-			if cap(c.w.b) > 16<<10 {
-				c.w.b = nil
+			if cap(c.w.B) > 16<<10 {
+				c.w.B = nil
 			}
 			if cap(c.rbuf) > 16<<10 {
 				c.rbuf = nil
@@ -334,17 +334,17 @@ func (c *conn) fetchRequest(pmids []semantics.PMID, buf []byte) (p pdu, code, fl
 		kind, reply = pduFetch, pduResult
 	}
 	w := &c.w
-	w.b = w.b[:0]
-	w.begin(kind)
-	w.u32(0) // ctxid
-	w.u32(0)
-	w.u32(0)
-	w.u32(uint32(len(pmids)))
+	w.B = w.B[:0]
+	w.Begin(kind)
+	w.U32(0) // ctxid
+	w.U32(0)
+	w.U32(0)
+	w.U32(uint32(len(pmids)))
 	for _, id := range pmids {
-		w.u32(uint32(id))
+		w.U32(uint32(id))
 	}
-	w.finish()
-	if _, err := c.c.Write(w.b); err != nil {
+	w.Finish()
+	if _, err := c.c.Write(w.B); err != nil {
 		return p, 0, flags, buf, c.ioErr(err)
 	}
 	for {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/pcp-exporter/pcp-exporter/internal/pcpwire"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
@@ -94,11 +95,11 @@ const descsBatch = 16000
 
 // readNames traverses the whole namespace.
 func (c *conn) readNames(deadline time.Time) ([]string, error) {
-	c.w.b = c.w.b[:0]
-	c.w.begin(pduPMNSTraverse)
-	c.w.u32(0)
-	c.w.u32(0)
-	c.w.finish()
+	c.w.B = c.w.B[:0]
+	c.w.Begin(pduPMNSTraverse)
+	c.w.U32(0)
+	c.w.U32(0)
+	c.w.Finish()
 	var names []string
 	err := c.exchange(deadline, 1, func(_ int, p pdu) error {
 		if err := c.expect(p, pduPMNSNames); err != nil {
@@ -113,27 +114,28 @@ func (c *conn) readNames(deadline time.Time) ([]string, error) {
 
 // decodeNames decodes a PMNS_NAMES PDU (plain or status form).
 func decodeNames(p pdu, peer string) (names []string, status []int32, err error) {
-	d := newDecoder(p, peer)
-	d.u32() // nstrbytes
-	numstatus := d.i32()
-	n := d.count(8, "numnames")
+	d := decoder(p)
+	d.U32() // nstrbytes
+	numstatus := d.I32()
+	n := d.Count(8, "numnames")
 	if numstatus != 0 && int(numstatus) != n {
-		d.fail(16, "numstatus %d differs from numnames %d", numstatus, n)
+		d.Fail(16, "numstatus %d differs from numnames %d", numstatus, n)
 	}
 	names = make([]string, 0, n)
-	for i := 0; i < n && d.err == nil; i++ {
+	for i := 0; i < n && d.Err() == nil; i++ {
 		if numstatus != 0 {
-			status = append(status, d.i32())
+			status = append(status, d.I32())
 		}
-		at := d.pos
-		l := d.count(1, "name length")
-		b := d.bytes(l, true)
-		if d.err == nil && l == 0 {
-			d.fail(at, "empty name")
+		at := d.Pos()
+		l := d.Count(1, "name length")
+		b := d.Bytes(l)
+		d.Pad()
+		if d.Err() == nil && l == 0 {
+			d.Fail(at, "empty name")
 		}
 		names = append(names, string(b))
 	}
-	return names, status, d.end()
+	return names, status, wireErr(d.End(), peer, p)
 }
 
 // lookupNames resolves names to PMIDs (PM_ID_NULL when pmcd has none).
@@ -145,19 +147,19 @@ func (c *conn) lookupNames(deadline time.Time, names []string) ([]semantics.PMID
 			size += 8 + len(names[hi])
 			hi++
 		}
-		c.w.b = c.w.b[:0]
-		c.w.begin(pduPMNSNames)
+		c.w.B = c.w.B[:0]
+		c.w.Begin(pduPMNSNames)
 		nstr := 0
 		for _, n := range names[lo:hi] {
 			nstr += len(n) + 1
 		}
-		c.w.u32(uint32(nstr))
-		c.w.u32(0)
-		c.w.u32(uint32(hi - lo))
+		c.w.U32(uint32(nstr))
+		c.w.U32(0)
+		c.w.U32(uint32(hi - lo))
 		for _, n := range names[lo:hi] {
-			c.w.str(n)
+			c.w.Str(n)
 		}
-		c.w.finish()
+		c.w.Finish()
 		batch := ids[lo:hi]
 		err := c.exchange(deadline, 1, func(_ int, p pdu) error {
 			if p.typ == pduError && len(batch) == 1 {
@@ -167,16 +169,16 @@ func (c *conn) lookupNames(deadline time.Time, names []string) ([]semantics.PMID
 			if err := c.expect(p, pduPMNSIDs); err != nil {
 				return fmt.Errorf("pmcd at %s: looking up names: %w", c.peer, err)
 			}
-			d := newDecoder(p, c.peer)
-			d.i32() // number resolved
-			n := d.count(4, "numids")
-			if d.err == nil && n != len(batch) {
-				d.fail(16, "%d ids for %d names", n, len(batch))
+			d := decoder(p)
+			d.I32() // number resolved
+			n := d.Count(4, "numids")
+			if d.Err() == nil && n != len(batch) {
+				d.Fail(16, "%d ids for %d names", n, len(batch))
 			}
-			for i := 0; i < n && d.err == nil; i++ {
-				batch[i] = semantics.PMID(d.u32())
+			for i := 0; i < n && d.Err() == nil; i++ {
+				batch[i] = semantics.PMID(d.U32())
 			}
-			return d.end()
+			return wireErr(d.End(), c.peer, p)
 		})
 		if err != nil {
 			return nil, err
@@ -190,12 +192,12 @@ func (c *conn) lookupNames(deadline time.Time, names []string) ([]semantics.PMID
 func (c *conn) lookupDescs(deadline time.Time, pmids []semantics.PMID) ([]*semantics.Desc, error) {
 	out := make([]*semantics.Desc, len(pmids))
 	store := make([]semantics.Desc, len(pmids))
-	decode := func(d *decoder, i int) {
-		pmid := semantics.PMID(d.u32())
-		desc := semantics.Desc{PMID: pmid, Type: semantics.Type(d.i32()), InDom: semantics.InDom(d.u32()), Sem: semantics.Sem(d.i32()), Units: semantics.UnitsFromWord(d.u32())}
-		if d.err == nil && pmid != semantics.PMIDNull {
+	decode := func(d *pcpwire.Decoder, i int) {
+		pmid := semantics.PMID(d.U32())
+		desc := semantics.Desc{PMID: pmid, Type: semantics.Type(d.I32()), InDom: semantics.InDom(d.U32()), Sem: semantics.Sem(d.I32()), Units: semantics.UnitsFromWord(d.U32())}
+		if d.Err() == nil && pmid != semantics.PMIDNull {
 			if pmid != pmids[i] {
-				d.fail(d.pos-20, "descriptor of %s where %s was asked for", pmid, pmids[i])
+				d.Fail(d.Pos()-20, "descriptor of %s where %s was asked for", pmid, pmids[i])
 				return
 			}
 			store[i] = desc
@@ -203,11 +205,11 @@ func (c *conn) lookupDescs(deadline time.Time, pmids []semantics.PMID) ([]*seman
 		}
 	}
 	if c.features&featDescs == 0 {
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 		for _, id := range pmids {
-			c.w.begin(pduDescReq)
-			c.w.u32(uint32(id))
-			c.w.finish()
+			c.w.Begin(pduDescReq)
+			c.w.U32(uint32(id))
+			c.w.Finish()
 		}
 		err := c.exchange(deadline, len(pmids), func(i int, p pdu) error {
 			if p.typ == pduError {
@@ -216,22 +218,22 @@ func (c *conn) lookupDescs(deadline time.Time, pmids []semantics.PMID) ([]*seman
 			if err := c.expect(p, pduDesc); err != nil {
 				return err
 			}
-			d := newDecoder(p, c.peer)
-			decode(d, i)
-			return d.end()
+			d := decoder(p)
+			decode(&d, i)
+			return wireErr(d.End(), c.peer, p)
 		})
 		return out, ignorePCPError(err)
 	}
 	for lo := 0; lo < len(pmids); lo += descsBatch {
 		hi := min(lo+descsBatch, len(pmids))
-		c.w.b = c.w.b[:0]
-		c.w.begin(pduDescIDs)
-		c.w.u32(0xffffffff)
-		c.w.u32(uint32(hi - lo))
+		c.w.B = c.w.B[:0]
+		c.w.Begin(pduDescIDs)
+		c.w.U32(0xffffffff)
+		c.w.U32(uint32(hi - lo))
 		for _, id := range pmids[lo:hi] {
-			c.w.u32(uint32(id))
+			c.w.U32(uint32(id))
 		}
-		c.w.finish()
+		c.w.Finish()
 		err := c.exchange(deadline, 1, func(_ int, p pdu) error {
 			if p.typ == pduError && hi-lo == 1 {
 				return c.expect(p, pduError)
@@ -239,15 +241,15 @@ func (c *conn) lookupDescs(deadline time.Time, pmids []semantics.PMID) ([]*seman
 			if err := c.expect(p, pduDescs); err != nil {
 				return fmt.Errorf("pmcd at %s: reading descriptors: %w", c.peer, err)
 			}
-			d := newDecoder(p, c.peer)
-			n := d.count(20, "numdescs")
-			if d.err == nil && n != hi-lo {
-				d.fail(12, "%d descriptors for %d PMIDs", n, hi-lo)
+			d := decoder(p)
+			n := d.Count(20, "numdescs")
+			if d.Err() == nil && n != hi-lo {
+				d.Fail(12, "%d descriptors for %d PMIDs", n, hi-lo)
 			}
-			for i := 0; i < n && d.err == nil; i++ {
-				decode(d, lo+i)
+			for i := 0; i < n && d.Err() == nil; i++ {
+				decode(&d, lo+i)
 			}
-			return d.end()
+			return wireErr(d.End(), c.peer, p)
 		})
 		if err = ignorePCPError(err); err != nil {
 			return nil, err
@@ -341,21 +343,21 @@ func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *meta
 	if err != nil {
 		return err
 	}
-	c.w.b = c.w.b[:0]
+	c.w.B = c.w.B[:0]
 	for _, r := range reqs {
-		c.w.begin(r.kind)
+		c.w.Begin(r.kind)
 		switch r.kind {
 		case pduTextReq, pduLabelReq:
-			c.w.u32(r.ident)
-			c.w.u32(r.sub)
+			c.w.U32(r.ident)
+			c.w.U32(r.sub)
 		case pduInstanceReq:
-			c.w.u32(r.ident)
-			c.w.u32(0)
-			c.w.u32(0)
-			c.w.u32(0xffffffff)
-			c.w.u32(0)
+			c.w.U32(r.ident)
+			c.w.U32(0)
+			c.w.U32(0)
+			c.w.U32(0xffffffff)
+			c.w.U32(0)
 		}
-		c.w.finish()
+		c.w.Finish()
 	}
 	instLabels := map[semantics.InDom]map[int32]semantics.LabelSet{}
 	err = c.exchange(deadline, len(reqs), func(i int, p pdu) error {
@@ -368,12 +370,9 @@ func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *meta
 			if err := c.expect(p, pduText); err != nil {
 				return err
 			}
-			d := newDecoder(p, c.peer)
-			d.u32() // ident: byte-swapped by little-endian pmcds, ignored as libpcp does
-			n := d.count(1, "buflen")
-			text := string(d.bytes(n, true))
-			if d.err != nil {
-				return d.err
+			text, err := decodeText(p, c.peer)
+			if err != nil {
+				return err
 			}
 			if r.sub&textOneLine != 0 {
 				oneline[semantics.PMID(r.ident)] = text
@@ -428,6 +427,16 @@ func (c *conn) readDetails(deadline time.Time, descs []*semantics.Desc, md *meta
 	return err
 }
 
+// decodeText decodes a TEXT PDU.
+func decodeText(p pdu, peer string) (string, error) {
+	d := decoder(p)
+	d.U32() // ident: byte-swapped by little-endian pmcds, ignored as libpcp does
+	n := d.Count(1, "buflen")
+	text := string(d.Bytes(n))
+	d.Pad()
+	return text, wireErr(d.Err(), peer, p)
+}
+
 // setInstances records an instance domain's instances (sorted by id) with
 // their labels when known.
 func (md *metadata) setInstances(id semantics.InDom, insts []source.Instance, labels map[int32]semantics.LabelSet) {
@@ -443,23 +452,24 @@ func (md *metadata) setInstances(id semantics.InDom, insts []source.Instance, la
 // decodeInstances decodes an INSTANCE PDU, keeping the first limit
 // instances (all when limit is 0): cut counts the others.
 func decodeInstances(p pdu, peer string, limit int) (insts []source.Instance, cut int, _ error) {
-	d := newDecoder(p, peer)
-	d.u32() // indom: pmcd's DSO agents echo it in host order; ignored as libpcp does
-	n := d.count(8, "numinst")
+	d := decoder(p)
+	d.U32() // indom: pmcd's DSO agents echo it in host order; ignored as libpcp does
+	n := d.Count(8, "numinst")
 	keep := n
 	if limit > 0 && n > limit {
 		keep, cut = limit, n-limit
 	}
 	insts = make([]source.Instance, 0, keep)
-	for i := 0; i < n && d.err == nil; i++ {
-		id := d.i32()
-		l := d.count(1, "name length")
-		name := d.bytes(l, true)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		id := d.I32()
+		l := d.Count(1, "name length")
+		name := d.Bytes(l)
+		d.Pad()
 		if i < keep {
 			insts = append(insts, source.Instance{ID: id, Name: string(name)})
 		}
 	}
-	return insts, cut, d.end()
+	return insts, cut, wireErr(d.End(), peer, p)
 }
 
 // labelSet is one set of a LABEL PDU.
@@ -478,57 +488,57 @@ type labelSet struct {
 // malformed label is left out of its set (and counted in it); a PDU whose
 // layout is broken is an error.
 func decodeLabels(p pdu, peer string, limit int) ([]labelSet, error) {
-	d := newDecoder(p, peer)
-	d.u32() // ident
-	d.u32() // type
-	d.u32() // padding
-	n := d.count(16, "nsets")
+	d := decoder(p)
+	d.U32() // ident
+	d.U32() // type
+	d.U32() // padding
+	n := d.Count(16, "nsets")
 	if limit > 0 && n > limit {
 		n = limit
 	}
 	sets := make([]labelSet, 0, n)
 	var idx []semantics.LabelIndex
 	jsonEnd := 0
-	for i := 0; i < n && d.err == nil; i++ {
-		at := d.pos
-		inst := d.i32()
-		nl := d.i32()
-		off := int(d.u32())
-		jl := int(d.u32())
-		if d.err != nil {
+	for i := 0; i < n && d.Err() == nil; i++ {
+		at := d.Pos()
+		inst := d.I32()
+		nl := d.I32()
+		off := int(d.U32())
+		jl := int(d.U32())
+		if d.Err() != nil {
 			break
 		}
 		if nl < 0 {
 			sets = append(sets, labelSet{inst: inst}) // an error code for this set
 			continue
 		}
-		if int(nl) > (len(d.b)-d.pos)/8 {
-			d.fail(at+4, "nlabels %d does not fit in the PDU", nl)
+		if int(nl) > d.Left()/8 {
+			d.Fail(at+4, "nlabels %d does not fit in the PDU", nl)
 			break
 		}
 		// pmcd concatenates the sets' JSON texts and lays each set's
 		// labels out in order: anything else is refused, which also
 		// bounds the checking to one pass over the PDU
-		if jl > 0 && off < jsonEnd || jl < 0 || off < 0 || off > len(d.b) || jl > len(d.b)-off {
-			d.fail(at+8, "JSON at %d of %d bytes outside the %d-byte PDU or before the previous set's", off, jl, len(d.b))
+		if jl > 0 && off < jsonEnd || jl < 0 || off < 0 || off > len(d.Buf()) || jl > len(d.Buf())-off {
+			d.Fail(at+8, "JSON at %d of %d bytes outside the %d-byte PDU or before the previous set's", off, jl, len(d.Buf()))
 			break
 		}
 		jsonEnd = max(jsonEnd, off+jl)
 		idx = idx[:0]
 		spanEnd := 0
-		for k := 0; k < int(nl) && d.err == nil; k++ {
-			a, b := d.u32(), d.u32()
+		for k := 0; k < int(nl) && d.Err() == nil; k++ {
+			a, b := d.U32(), d.U32()
 			l := semantics.LabelIndex{Name: uint16(a >> 16), NameLen: uint8(a >> 8), Flags: uint8(a), Value: uint16(b >> 16), ValueLen: uint16(b)}
 			if int(l.Name) < spanEnd || int(l.Value) < int(l.Name)+int(l.NameLen) {
-				d.fail(d.pos-8, "label %d of set %d overlaps the one before", k, i)
+				d.Fail(d.Pos()-8, "label %d of set %d overlaps the one before", k, i)
 			}
 			spanEnd = int(l.Value) + int(l.ValueLen)
 			idx = append(idx, l)
 		}
-		if d.err != nil {
+		if d.Err() != nil {
 			break
 		}
-		text := d.b[off : off+jl]
+		text := d.Buf()[off : off+jl]
 		ls, err := semantics.LabelSetFromJSONB(text, idx)
 		set := labelSet{inst: inst, labels: ls}
 		if err != nil {
@@ -544,5 +554,5 @@ func decodeLabels(p pdu, peer string, limit int) ([]labelSet, error) {
 		}
 		sets = append(sets, set)
 	}
-	return sets, d.err
+	return sets, wireErr(d.Err(), peer, p)
 }

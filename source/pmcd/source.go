@@ -291,7 +291,7 @@ func (s *Source) Release() {
 	s.rd.vals, s.rd.starts = nil, nil
 	s.nextInst, s.nextStart = nil, nil
 	if s.c != nil {
-		s.c.rbuf, s.c.w.b = nil, nil
+		s.c.rbuf, s.c.w.B = nil, nil
 	}
 }
 
@@ -550,25 +550,25 @@ func (s *Source) addRefresh(in semantics.InDom) {
 // readInstances reads instance domains again (with their instance labels).
 func (s *Source) readInstances(indoms []semantics.InDom, deadline time.Time) error {
 	c := s.c
-	c.w.b = c.w.b[:0]
+	c.w.B = c.w.B[:0]
 	withLabels := c.features&featLabels != 0
 	per := 1
 	if withLabels {
 		per = 2
 	}
 	for _, in := range indoms {
-		c.w.begin(pduInstanceReq)
-		c.w.u32(uint32(in))
-		c.w.u32(0)
-		c.w.u32(0)
-		c.w.u32(0xffffffff)
-		c.w.u32(0)
-		c.w.finish()
+		c.w.Begin(pduInstanceReq)
+		c.w.U32(uint32(in))
+		c.w.U32(0)
+		c.w.U32(0)
+		c.w.U32(0xffffffff)
+		c.w.U32(0)
+		c.w.Finish()
 		if withLabels {
-			c.w.begin(pduLabelReq)
-			c.w.u32(uint32(in))
-			c.w.u32(labelInstances)
-			c.w.finish()
+			c.w.Begin(pduLabelReq)
+			c.w.U32(uint32(in))
+			c.w.U32(labelInstances)
+			c.w.Finish()
 		}
 	}
 	var insts []source.Instance
