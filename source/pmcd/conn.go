@@ -130,15 +130,15 @@ type conn struct {
 // with (Options.Security).
 var ErrUnsupportedSecurity = errors.New("requires authentication this client is not configured for")
 
-// dial connects to ep and runs the handshake within timeout.
-func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
+// dialConn connects to ep and runs the handshake within timeout.
+func dialConn(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.Dial(ep.Network, ep.Address)
 	if err != nil && ep.fallback != nil && ep.Network == "unix" {
 		if _, serr := os.Stat(ep.Address); serr != nil {
 			fb := *ep.fallback
 			fb.sec = ep.sec
-			return dial(fb, timeout, max)
+			return dialConn(fb, timeout, max)
 		}
 	}
 	if err != nil {

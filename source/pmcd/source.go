@@ -70,7 +70,7 @@ type Source struct {
 	log  *slog.Logger
 
 	mu    sync.Mutex
-	c     *conn
+	c     *client
 	md    *metadata
 	epoch uint64
 	// stale says what pmcd flagged as changed: the next Metrics call

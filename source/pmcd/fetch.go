@@ -121,3 +121,66 @@ func (r *resultDecoder) reset() {
 	r.starts = r.starts[:0]
 	r.cut = 0
 }
+
+// fetchRequest sends one fetch of pmids (at most one request's worth) and
+// reads its reply into buf: a RESULT, or an ERROR whose code is pmcd's
+// error for the whole request. pmcd's change flags (ERROR PDUs with a positive code
+// before the reply) are ORed into flags.
+func (c *client) fetchRequest(pmids []semantics.PMID, buf []byte) (p pdu, code, flags int32, _ []byte, err error) {
+	kind, reply := uint32(pduHighresFetch), uint32(pduHighresResult)
+	if c.features&featHighres == 0 {
+		kind, reply = pduFetch, pduResult
+	}
+	w := &c.w
+	w.B = w.B[:0]
+	w.Begin(kind)
+	w.U32(0) // ctxid
+	w.U32(0)
+	w.U32(0)
+	w.U32(uint32(len(pmids)))
+	for _, id := range pmids {
+		w.U32(uint32(id))
+	}
+	w.Finish()
+	if _, err := c.c.Write(w.B); err != nil {
+		return p, 0, flags, buf, c.ioErr(err)
+	}
+	for {
+		p, buf, err = readPDU(c.r, buf, c.max, c.peer)
+		if err != nil {
+			return p, 0, flags, buf, c.ioErr(err)
+		}
+		if p.typ == pduError {
+			code, err := errorCode(p, c.peer)
+			if err != nil || code <= 0 {
+				return p, code, flags, buf, err
+			}
+			flags |= code
+			continue
+		}
+		if p.typ != reply {
+			return p, 0, flags, buf, &FormatError{Peer: c.peer, PDU: pduName(p.typ), Offset: 4, Msg: "unexpected reply to " + pduName(kind)}
+		}
+		return p, 0, flags, buf, nil
+	}
+}
+
+// fetchOnce fetches a few pmids (whose INSITU values are of types) on c,
+// outside the steady fetch path.
+func (c *client) fetchOnce(deadline time.Time, pmids []semantics.PMID, types []semantics.Type) ([]source.ValueSet, time.Time, int32, error) {
+	c.c.SetDeadline(deadline)
+	p, code, flags, buf, err := c.fetchRequest(pmids, nil)
+	retain(buf, &c.dropped)
+	if err != nil {
+		return nil, time.Time{}, flags, err
+	}
+	if p.typ == pduError {
+		return nil, time.Time{}, flags, pmErr(code)
+	}
+	rd := resultDecoder{peer: c.peer, limit: c.limit}
+	sets, at, err := rd.decode(p, pmids, types, nil)
+	if err == nil {
+		rd.link(sets)
+	}
+	return sets, at, flags, err
+}
