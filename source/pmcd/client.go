@@ -472,3 +472,72 @@ func decodeLabels(p pdu, peer string, limit int) ([]labelSet, error) {
 	}
 	return sets, wireErr(d.Err(), peer, p)
 }
+
+// instances reads instance domains (with their instance labels when pmcd
+// has labels) in one pipelined exchange, and hands each to got: its
+// instances, those the series limit left out, and its instance label sets
+// (labelled: pmcd answered the label request).
+func (c *client) instances(deadline time.Time, indoms []semantics.InDom, got func(in semantics.InDom, insts []source.Instance, cut int, sets []labelSet, labelled bool)) error {
+	c.w.Reset()
+	withLabels := c.features&featLabels != 0
+	per := 1
+	if withLabels {
+		per = 2
+	}
+	for _, in := range indoms {
+		c.w.Begin(pduInstanceReq)
+		c.w.U32(uint32(in))
+		c.w.U32(0)
+		c.w.U32(0)
+		c.w.U32(0xffffffff)
+		c.w.U32(0)
+		c.w.Finish()
+		if withLabels {
+			c.w.Begin(pduLabelReq)
+			c.w.U32(uint32(in))
+			c.w.U32(labelInstances)
+			c.w.Finish()
+		}
+	}
+	var insts []source.Instance
+	var cut int
+	return c.exchange(deadline, per*len(indoms), func(i int, p pdu) error {
+		in := indoms[i/per]
+		if p.typ == pduError {
+			if err := ignorePCPError(c.expect(p, pduError)); err != nil {
+				return err
+			}
+			if i%per == 0 {
+				insts, cut = nil, 0
+				if per == 1 {
+					got(in, nil, 0, nil, false)
+				}
+			} else {
+				got(in, insts, cut, nil, false)
+			}
+			return nil
+		}
+		if i%per == 0 {
+			if err := c.expect(p, pduInstance); err != nil {
+				return err
+			}
+			var err error
+			if insts, cut, err = decodeInstances(p, c.peer, c.limit); err != nil {
+				return err
+			}
+			if per == 1 {
+				got(in, insts, cut, nil, false)
+			}
+			return nil
+		}
+		if err := c.expect(p, pduLabel); err != nil {
+			return err
+		}
+		sets, err := decodeLabels(p, c.peer, c.limit)
+		if err != nil {
+			return err
+		}
+		got(in, insts, cut, sets, true)
+		return nil
+	})
+}

@@ -122,6 +122,45 @@ func (r *resultDecoder) reset() {
 	r.cut = 0
 }
 
+// fetch sends HIGHRES_FETCH (FETCH for old pmcds) PDUs of at most pmcd's
+// request size for pmids (whose INSITU values are of types) and decodes
+// the replies into res, all within deadline: the replies are read into
+// bufs and the values into rd, both reused from fetch to fetch. pmcd's
+// change flags before each reply are handed to flag.
+func (c *client) fetch(deadline time.Time, pmids []semantics.PMID, types []semantics.Type, rd *resultDecoder, bufs *[][]byte, res *source.Result, flag func(int32)) error {
+	const chunk = (maxRequest - 28) / 4
+	rd.reset()
+	res.Sets = res.Sets[:0]
+	c.c.SetDeadline(deadline)
+	for k, lo := 0, 0; lo < len(pmids); k, lo = k+1, lo+chunk {
+		hi := min(lo+chunk, len(pmids))
+		if len(*bufs) <= k {
+			*bufs = append(*bufs, nil)
+		}
+		p, code, flags, buf, err := c.fetchRequest(pmids[lo:hi], (*bufs)[k])
+		(*bufs)[k] = retain(buf, &c.dropped)
+		flag(flags)
+		if err != nil {
+			return err
+		}
+		if p.typ == pduError {
+			// the whole request failed: every metric has the error
+			e := rd.errOf(code)
+			for _, id := range pmids[lo:hi] {
+				rd.starts = append(rd.starts, len(rd.vals))
+				res.Sets = append(res.Sets, source.ValueSet{PMID: id, Err: e})
+			}
+			continue
+		}
+		res.Sets, res.Time, err = rd.decode(p, pmids[lo:hi], types[lo:hi], res.Sets)
+		if err != nil {
+			return err
+		}
+	}
+	rd.link(res.Sets)
+	return nil
+}
+
 // fetchRequest sends one fetch of pmids (at most one request's worth) and
 // reads its reply into buf: a RESULT, or an ERROR whose code is pmcd's
 // error for the whole request. pmcd's change flags (ERROR PDUs with a positive code

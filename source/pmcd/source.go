@@ -376,7 +376,6 @@ func (s *Source) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) 
 // pmcd's request size for pmids and decodes the replies into res, all
 // within deadline.
 func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadline time.Time) error {
-	c := s.c
 	if !slices.Equal(s.req, pmids) {
 		s.req = append(s.req[:0], pmids...)
 		s.types = s.types[:0]
@@ -393,37 +392,7 @@ func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadlin
 		}
 		s.prevInst, s.prevStart = s.prevInst[:0], s.prevStart[:0]
 	}
-	const chunk = (maxRequest - 28) / 4
-	s.rd.reset()
-	res.Sets = res.Sets[:0]
-	c.c.SetDeadline(deadline)
-	for k, lo := 0, 0; lo < len(pmids); k, lo = k+1, lo+chunk {
-		hi := min(lo+chunk, len(pmids))
-		if len(s.bufs) <= k {
-			s.bufs = append(s.bufs, nil)
-		}
-		p, code, flags, buf, err := c.fetchRequest(pmids[lo:hi], s.bufs[k])
-		s.bufs[k] = retain(buf, &c.dropped)
-		s.flag(flags)
-		if err != nil {
-			return err
-		}
-		if p.typ == pduError {
-			// the whole request failed: every metric has the error
-			e := s.rd.errOf(code)
-			for _, id := range pmids[lo:hi] {
-				s.rd.starts = append(s.rd.starts, len(s.rd.vals))
-				res.Sets = append(res.Sets, source.ValueSet{PMID: id, Err: e})
-			}
-			continue
-		}
-		res.Sets, res.Time, err = s.rd.decode(p, pmids[lo:hi], s.types[lo:hi], res.Sets)
-		if err != nil {
-			return err
-		}
-	}
-	s.rd.link(res.Sets)
-	return nil
+	return s.c.fetch(deadline, pmids, s.types, &s.rd, &s.bufs, res, s.flag)
 }
 
 // flag records pmcd's state-change flags: metadata is read again (in the
@@ -547,79 +516,20 @@ func (s *Source) addRefresh(in semantics.InDom) {
 	s.refresh = append(s.refresh, in)
 }
 
-// readInstances reads instance domains again (with their instance labels).
+// readInstances reads instance domains again (with their instance labels)
+// into the metadata.
 func (s *Source) readInstances(indoms []semantics.InDom, deadline time.Time) error {
-	c := s.c
-	c.w.B = c.w.B[:0]
-	withLabels := c.features&featLabels != 0
-	per := 1
-	if withLabels {
-		per = 2
-	}
-	for _, in := range indoms {
-		c.w.Begin(pduInstanceReq)
-		c.w.U32(uint32(in))
-		c.w.U32(0)
-		c.w.U32(0)
-		c.w.U32(0xffffffff)
-		c.w.U32(0)
-		c.w.Finish()
-		if withLabels {
-			c.w.Begin(pduLabelReq)
-			c.w.U32(uint32(in))
-			c.w.U32(labelInstances)
-			c.w.Finish()
+	return s.c.instances(deadline, indoms, func(in semantics.InDom, insts []source.Instance, cut int, sets []labelSet, labelled bool) {
+		var m map[int32]semantics.LabelSet
+		if labelled {
+			s.md.noteMalformed(labelInstances, uint32(in), sets)
+			m = make(map[int32]semantics.LabelSet, len(sets))
+			for _, ls := range sets {
+				m[ls.inst] = ls.labels
+			}
 		}
-	}
-	var insts []source.Instance
-	var cut int
-	set := func(in semantics.InDom, insts []source.Instance, labels map[int32]semantics.LabelSet) {
-		s.md.setInstances(in, insts, labels)
+		s.md.setInstances(in, insts, m)
 		s.md.indoms[in].cut = cut
-	}
-	return c.exchange(deadline, per*len(indoms), func(i int, p pdu) error {
-		in := indoms[i/per]
-		if p.typ == pduError {
-			if err := ignorePCPError(c.expect(p, pduError)); err != nil {
-				return err
-			}
-			if i%per == 0 {
-				insts, cut = nil, 0
-				if per == 1 {
-					set(in, nil, nil)
-				}
-			} else {
-				set(in, insts, nil)
-			}
-			return nil
-		}
-		if i%per == 0 {
-			if err := c.expect(p, pduInstance); err != nil {
-				return err
-			}
-			var err error
-			if insts, cut, err = decodeInstances(p, c.peer, c.limit); err != nil {
-				return err
-			}
-			if per == 1 {
-				set(in, insts, nil)
-			}
-			return nil
-		}
-		if err := c.expect(p, pduLabel); err != nil {
-			return err
-		}
-		sets, err := decodeLabels(p, c.peer, c.limit)
-		if err != nil {
-			return err
-		}
-		s.md.noteMalformed(labelInstances, uint32(in), sets)
-		m := make(map[int32]semantics.LabelSet, len(sets))
-		for _, ls := range sets {
-			m[ls.inst] = ls.labels
-		}
-		set(in, insts, m)
-		return nil
 	})
 }
 
