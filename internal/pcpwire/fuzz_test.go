@@ -66,13 +66,14 @@ func FuzzDecoder(f *testing.F) {
 		bl := Blocks{Ordered: len(b)%2 == 0}
 		var dst []source.InstValue
 		for i := 0; i < n && d.Err() == nil; i++ {
-			vs := d.ValueSet(i, n)
+			var vs ValueSet
+			d.ValueSet(&vs, i, n)
 			if vs.NumVal > 0 {
 				if int(vs.NumVal)*8 > len(b) {
 					t.Fatalf("numval %d in %d bytes", vs.NumVal, len(b))
 				}
 				dst = append(dst[:0], make([]source.InstValue, vs.NumVal)...)
-				d.Values(dst, vs, semantics.Type(i%10), &bl)
+				d.Values(dst, &vs, semantics.Type(i%10), &bl)
 				for _, v := range dst {
 					v.Value.Float64()
 					v.Value.Bytes()

@@ -21,32 +21,34 @@ type ValueSet struct {
 	PairsAt int
 }
 
-// ValueSet reads the head of value set i of a result's n at the position,
-// and moves past its pairs (value blocks lie after the sets: see Values).
-func (d *Decoder) ValueSet(i, n int) ValueSet {
+// ValueSet reads the head of value set i of a result's n at the position
+// into vs, and moves past its pairs (value blocks lie after the sets: see
+// Values).
+func (d *Decoder) ValueSet(vs *ValueSet, i, n int) {
+	*vs = ValueSet{}
 	if d.err != nil {
-		return ValueSet{}
-	}
-	if len(d.b)-d.pos < 8 {
-		d.Fail(d.pos, "value set %d of %d truncated", i, n)
-		return ValueSet{}
+		return
 	}
 	b := d.b[d.pos:]
-	vs := ValueSet{PMID: semantics.PMID(binary.BigEndian.Uint32(b)), NumVal: int32(binary.BigEndian.Uint32(b[4:]))}
-	d.pos += 8
+	if len(b) < 8 {
+		d.Fail(d.pos, "value set %d of %d truncated", i, n)
+		return
+	}
+	vs.PMID = semantics.PMID(binary.BigEndian.Uint32(b))
+	vs.NumVal = int32(binary.BigEndian.Uint32(b[4:]))
 	if vs.NumVal <= 0 {
-		return vs
+		d.pos += 8
+		return
 	}
-	if int(vs.NumVal) > (len(d.b)-d.pos-4)/8 {
-		d.Fail(d.pos-4, "numval %d of %s does not fit in the %s", vs.NumVal, vs.PMID, d.unit)
-		return ValueSet{}
+	if int(vs.NumVal) > (len(b)-12)/8 {
+		d.Fail(d.pos+4, "numval %d of %s does not fit in the %s", vs.NumVal, vs.PMID, d.unit)
+		*vs = ValueSet{}
+		return
 	}
-	vs.ValFmt = binary.BigEndian.Uint32(d.b[d.pos:])
-	d.pos += 4
-	vs.PairsAt = d.pos
-	vs.Pairs = d.b[d.pos : d.pos+8*int(vs.NumVal)]
-	d.pos += 8 * int(vs.NumVal)
-	return vs
+	vs.ValFmt = binary.BigEndian.Uint32(b[8:])
+	vs.PairsAt = d.pos + 12
+	vs.Pairs = b[12 : 12+8*int(vs.NumVal)]
+	d.pos = vs.PairsAt + len(vs.Pairs)
 }
 
 // Blocks says where the value blocks of a buffer lie: a pair's pointer p
@@ -65,7 +67,7 @@ type Blocks struct {
 // Block checks the value block of pair j of vs and returns its header
 // (type in the top byte, length with the header in the low 24 bits) and
 // its offset in the buffer; a failure is recorded in d and gives 0, -1.
-func (d *Decoder) Block(vs ValueSet, j int, bl *Blocks) (hdr uint32, at int) {
+func (d *Decoder) Block(vs *ValueSet, j int, bl *Blocks) (hdr uint32, at int) {
 	if d.err != nil {
 		return 0, -1
 	}
@@ -92,7 +94,7 @@ func (d *Decoder) Block(vs ValueSet, j int, bl *Blocks) (hdr uint32, at int) {
 // most vs.NumVal): words in place as type t, or value blocks located by bl
 // as the type each block names. Numbers are held in dst; other values
 // reference the buffer. A failure is recorded in d.
-func (d *Decoder) Values(dst []source.InstValue, vs ValueSet, t semantics.Type, bl *Blocks) {
+func (d *Decoder) Values(dst []source.InstValue, vs *ValueSet, t semantics.Type, bl *Blocks) {
 	if d.err != nil {
 		return
 	}
@@ -100,20 +102,39 @@ func (d *Decoder) Values(dst []source.InstValue, vs ValueSet, t semantics.Type, 
 	case semantics.ValInsitu:
 		Insitu(dst, vs.Pairs, t)
 	case semantics.ValDptr, semantics.ValSptr:
+		// Block's checks, inline: this is the steady fetch's loop
+		b, pairs, end := d.b, vs.Pairs[:8*len(dst)], bl.end
 		for j := range dst {
-			hdr, bo := d.Block(vs, j, bl)
-			if bo < 0 {
+			w := pairs[8*j : 8*j+8]
+			bo := int(binary.BigEndian.Uint32(w[4:]))*4 + bl.Shift
+			if bo < bl.Lo || bo > len(b)-4 || bl.Ordered && bo < end {
+				bl.end = end
+				d.Block(vs, j, bl) // records the failure
 				return
 			}
+			hdr := binary.BigEndian.Uint32(b[bo:])
+			vlen := int(hdr & 0xffffff)
+			if vlen < 4 || vlen > len(b)-bo {
+				bl.end = end
+				d.Block(vs, j, bl)
+				return
+			}
+			end = bo + vlen
 			bt := semantics.Type(hdr >> 24)
-			v, ok := semantics.BlockValue(bt, d.b[bo+4:bo+int(hdr&0xffffff)])
+			v := &dst[j]
+			v.Inst = int32(binary.BigEndian.Uint32(w))
+			if (bt == semantics.TypeU64 || bt == semantics.Type64 || bt == semantics.TypeDouble) && vlen >= 12 {
+				v.Value.SetNumeric(bt, binary.BigEndian.Uint64(b[bo+4:]))
+				continue
+			}
+			val, ok := semantics.BlockValue(bt, b[bo+4:end])
 			if !ok {
-				d.Fail(bo, "value block of %d bytes too short for type %s of %s", int(hdr&0xffffff)-4, bt, vs.PMID)
+				d.Fail(bo, "value block of %d bytes too short for type %s of %s", vlen-4, bt, vs.PMID)
 				return
 			}
-			dst[j].Inst = int32(binary.BigEndian.Uint32(vs.Pairs[8*j:]))
-			dst[j].Value = v
+			v.Value = val
 		}
+		bl.end = end
 	default:
 		d.Fail(vs.PairsAt-4, "unknown value format %d of %s", vs.ValFmt, vs.PMID)
 	}

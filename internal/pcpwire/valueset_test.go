@@ -44,11 +44,12 @@ func decodeResult(b []byte, types []semantics.Type) ([]decoded, error) {
 	bl := Blocks{Lo: 32, Ordered: true}
 	var out []decoded
 	for i := 0; i < n && d.Err() == nil; i++ {
-		vs := d.ValueSet(i, n)
+		var vs ValueSet
+		d.ValueSet(&vs, i, n)
 		r := decoded{pmid: vs.PMID, numval: vs.NumVal}
 		if vs.NumVal > 0 {
 			r.vals = make([]source.InstValue, vs.NumVal)
-			d.Values(r.vals, vs, types[i%len(types)], &bl)
+			d.Values(r.vals, &vs, types[i%len(types)], &bl)
 		}
 		out = append(out, r)
 	}
@@ -75,9 +76,10 @@ func TestValueSets(t *testing.T) {
 	// first values only
 	d := NewDecoder(result(), 0, "PDU")
 	d.Skip(32)
-	vs := d.ValueSet(0, 4)
+	var vs ValueSet
+	d.ValueSet(&vs, 0, 4)
 	one := make([]source.InstValue, 1)
-	d.Values(one, vs, semantics.Type32, &Blocks{})
+	d.Values(one, &vs, semantics.Type32, &Blocks{})
 	if d.Err() != nil || one[0].Value.Type() != semantics.Type32 || one[0].Value.Int64() != 7 {
 		t.Errorf("first value: %+v %v", one, d.Err())
 	}
@@ -147,9 +149,10 @@ func TestValuesAllocateNothing(t *testing.T) {
 		d.Skip(32)
 		bl := Blocks{Lo: 32, Ordered: true}
 		for i := 0; i < 4; i++ {
-			vs := d.ValueSet(i, 4)
+			var vs ValueSet
+			d.ValueSet(&vs, i, 4)
 			if vs.NumVal > 0 {
-				d.Values(dst[:vs.NumVal], vs, semantics.TypeU64, &bl)
+				d.Values(dst[:vs.NumVal], &vs, semantics.TypeU64, &bl)
 			}
 		}
 		if d.Err() != nil {

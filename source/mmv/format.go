@@ -1,7 +1,6 @@
 package mmv
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/pcpwire"
@@ -111,8 +110,7 @@ func decoder(data []byte) pcpwire.Decoder { return pcpwire.NewHostDecoder(data, 
 // fileErr turns a decoding error (a *pcpwire.Error) of the file at path
 // into a FormatError; other errors are returned as they are.
 func fileErr(err error, path string) error {
-	var we *pcpwire.Error
-	if errors.As(err, &we) {
+	if we, ok := err.(*pcpwire.Error); ok {
 		return &FormatError{File: path, Off: we.Offset, Msg: we.Msg}
 	}
 	return err

@@ -65,9 +65,10 @@ func (r *resultDecoder) decode(p pdu, pmids []semantics.PMID, types []semantics.
 	}
 	// pmcd's value blocks follow the sets, each after the one before
 	bl := pcpwire.Blocks{Lo: 32, Ordered: true}
+	var h pcpwire.ValueSet
 	for i := 0; i < np && d.Err() == nil; i++ {
 		at := d.Pos()
-		h := d.ValueSet(i, np)
+		d.ValueSet(&h, i, np)
 		if d.Err() != nil {
 			break
 		}
@@ -97,7 +98,7 @@ func (r *resultDecoder) decode(p pdu, pmids []semantics.PMID, types []semantics.
 			r.vals = nvals
 		}
 		r.vals = r.vals[:base+nv]
-		d.Values(r.vals[base:], h, types[i], &bl)
+		d.Values(r.vals[base:], &h, types[i], &bl)
 		sets = append(sets, vs)
 	}
 	return sets, ts, wireErr(d.Err(), r.peer, p)

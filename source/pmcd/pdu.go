@@ -2,7 +2,6 @@ package pmcd
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -183,8 +182,7 @@ func decoder(p pdu) pcpwire.Decoder {
 // wireErr turns a decoding error of p (a *pcpwire.Error) into a FormatError
 // naming the peer and the PDU; other errors are returned as they are.
 func wireErr(err error, peer string, p pdu) error {
-	var we *pcpwire.Error
-	if errors.As(err, &we) {
+	if we, ok := err.(*pcpwire.Error); ok {
 		return &FormatError{Peer: peer, PDU: pduName(p.typ), Offset: int(we.Offset), Msg: we.Msg}
 	}
 	return err
