@@ -220,9 +220,9 @@ type request struct {
 }
 
 // readDetails reads the help texts, labels and instance domains of descs
-// in one pipelined exchange; labelsOnly reads only the labels (the
-// instances are md's already).
-func (c *client) readDetails(deadline time.Time, descs []*semantics.Desc, md *metadata, oneline, help map[semantics.PMID]string, labels map[request]semantics.LabelSet, labelsOnly bool) error {
+// in one pipelined exchange, handing each reply to got; labelsOnly reads
+// only the labels (the instances are got's already).
+func (c *client) readDetails(deadline time.Time, descs []*semantics.Desc, labelsOnly bool, got *details) error {
 	var reqs []request
 	seen := map[request]bool{}
 	add := func(r request) {
@@ -287,7 +287,6 @@ func (c *client) readDetails(deadline time.Time, descs []*semantics.Desc, md *me
 		}
 		c.w.Finish()
 	}
-	instLabels := map[semantics.InDom]map[int32]semantics.LabelSet{}
 	err = c.exchange(deadline, len(reqs), func(i int, p pdu) error {
 		r := reqs[i]
 		if p.typ == pduError {
@@ -302,11 +301,7 @@ func (c *client) readDetails(deadline time.Time, descs []*semantics.Desc, md *me
 			if err != nil {
 				return err
 			}
-			if r.sub&textOneLine != 0 {
-				oneline[semantics.PMID(r.ident)] = text
-			} else {
-				help[semantics.PMID(r.ident)] = text
-			}
+			got.text(r, text)
 		case pduInstanceReq:
 			if err := c.expect(p, pduInstance); err != nil {
 				return err
@@ -315,8 +310,7 @@ func (c *client) readDetails(deadline time.Time, descs []*semantics.Desc, md *me
 			if err != nil {
 				return err
 			}
-			md.setInstances(semantics.InDom(r.ident), insts, instLabels[semantics.InDom(r.ident)])
-			md.indoms[semantics.InDom(r.ident)].cut = cut
+			got.instances(semantics.InDom(r.ident), insts, cut)
 		case pduLabelReq:
 			if err := c.expect(p, pduLabel); err != nil {
 				return err
@@ -325,32 +319,12 @@ func (c *client) readDetails(deadline time.Time, descs []*semantics.Desc, md *me
 			if err != nil {
 				return err
 			}
-			md.noteMalformed(r.sub, r.ident, sets)
-			if r.sub == labelInstances {
-				m := map[int32]semantics.LabelSet{}
-				for _, s := range sets {
-					m[s.inst] = s.labels
-				}
-				instLabels[semantics.InDom(r.ident)] = m
-				if in := md.indoms[semantics.InDom(r.ident)]; in != nil {
-					for k := range in.insts {
-						in.insts[k].Labels = m[in.insts[k].ID]
-					}
-				}
-			} else if len(sets) > 0 {
-				labels[r] = sets[0].labels
-			}
+			got.labelSets(r, sets)
 		}
 		return nil
 	})
 	if !labelsOnly {
-		// pmLookupText(PM_TEXT_HELP) answers the one-line text where pmcd
-		// has no long text or an empty one (libpcp's help.c, fallbacktext)
-		for _, d := range descs {
-			if d != nil && help[d.PMID] == "" {
-				help[d.PMID] = oneline[d.PMID]
-			}
-		}
+		got.helpFallback(descs)
 	}
 	return err
 }

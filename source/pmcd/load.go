@@ -134,7 +134,7 @@ func (s *Source) readAll(c *client, deadline time.Time, names []string, ids []se
 	}
 	oneline, help := map[semantics.PMID]string{}, map[semantics.PMID]string{}
 	labels := map[request]semantics.LabelSet{}
-	if err := c.readDetails(deadline, descs, md, oneline, help, labels, false); err != nil {
+	if err := c.readDetails(deadline, descs, false, &details{md: md, oneline: oneline, help: help, labels: labels}); err != nil {
 		return nil, err
 	}
 	md.context = labels[contextLabels]
@@ -163,7 +163,7 @@ func (s *Source) readLabels(c *client, deadline time.Time, prev *metadata) (*met
 		md.indoms[id] = &indom{insts: slices.Clone(in.insts), ids: in.ids}
 	}
 	labels := map[request]semantics.LabelSet{}
-	if err := c.readDetails(deadline, descs, md, oneline, help, labels, true); err != nil {
+	if err := c.readDetails(deadline, descs, true, &details{md: md, oneline: oneline, help: help, labels: labels}); err != nil {
 		return nil, err
 	}
 	md.context = labels[contextLabels]
@@ -204,7 +204,7 @@ func (s *Source) readNew(c *client, deadline time.Time, prev *metadata, names []
 				md.descs[d.PMID] = d
 			}
 		}
-		if err := c.readDetails(deadline, descs, md, oneline, help, labels, false); err != nil {
+		if err := c.readDetails(deadline, descs, false, &details{md: md, oneline: oneline, help: help, labels: labels}); err != nil {
 			return nil, err
 		}
 		if ls, ok := labels[contextLabels]; ok {

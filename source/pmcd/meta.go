@@ -111,3 +111,60 @@ func (md *metadata) setInstances(id semantics.InDom, insts []source.Instance, la
 	}
 	md.indoms[id] = in
 }
+
+// details takes the replies of client.readDetails into md and into the
+// texts and labels the metrics are assembled from.
+type details struct {
+	md            *metadata
+	oneline, help map[semantics.PMID]string
+	labels        map[request]semantics.LabelSet
+	// instLabels are the instance labels read, by instance domain
+	instLabels map[semantics.InDom]map[int32]semantics.LabelSet
+}
+
+func (d *details) text(r request, text string) {
+	if r.sub&textOneLine != 0 {
+		d.oneline[semantics.PMID(r.ident)] = text
+	} else {
+		d.help[semantics.PMID(r.ident)] = text
+	}
+}
+
+func (d *details) instances(in semantics.InDom, insts []source.Instance, cut int) {
+	d.md.setInstances(in, insts, d.instLabels[in])
+	d.md.indoms[in].cut = cut
+}
+
+func (d *details) labelSets(r request, sets []labelSet) {
+	d.md.noteMalformed(r.sub, r.ident, sets)
+	if r.sub != labelInstances {
+		if len(sets) > 0 {
+			d.labels[r] = sets[0].labels
+		}
+		return
+	}
+	m := map[int32]semantics.LabelSet{}
+	for _, s := range sets {
+		m[s.inst] = s.labels
+	}
+	if d.instLabels == nil {
+		d.instLabels = map[semantics.InDom]map[int32]semantics.LabelSet{}
+	}
+	d.instLabels[semantics.InDom(r.ident)] = m
+	if in := d.md.indoms[semantics.InDom(r.ident)]; in != nil {
+		for k := range in.insts {
+			in.insts[k].Labels = m[in.insts[k].ID]
+		}
+	}
+}
+
+// helpFallback gives descs' metrics without a help text their one-line
+// text, as pmLookupText(PM_TEXT_HELP) answers where pmcd has no long text
+// or an empty one (libpcp's help.c, fallbacktext).
+func (d *details) helpFallback(descs []*semantics.Desc) {
+	for _, desc := range descs {
+		if desc != nil && d.help[desc.PMID] == "" {
+			d.help[desc.PMID] = d.oneline[desc.PMID]
+		}
+	}
+}
