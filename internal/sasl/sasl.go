@@ -44,7 +44,21 @@ func New(name, user, password string) (Mechanism, error) {
 	case "SCRAM-SHA-256":
 		return newSCRAM(user, password, nil)
 	}
-	return nil, fmt.Errorf("SASL mechanism %q is not supported (supported: %s)", name, strings.Join(Names, ", "))
+	return nil, unsupported(name)
+}
+
+// NewNonce is New with SCRAM-SHA-256's client nonce given (nil: random),
+// so that a recorded server exchange replays (the handshake's fuzz seeds);
+// the other mechanisms have no nonce.
+func NewNonce(name, user, password string, nonce []byte) (Mechanism, error) {
+	if strings.ToUpper(name) == "SCRAM-SHA-256" {
+		return newSCRAM(user, password, nonce)
+	}
+	return New(name, user, password)
+}
+
+func unsupported(name string) error {
+	return fmt.Errorf("SASL mechanism %q is not supported (supported: %s)", name, strings.Join(Names, ", "))
 }
 
 // Clear reports whether mechanism name sends the password itself.

@@ -40,6 +40,9 @@ type SASL struct {
 	User      string
 	// Password is called at each connection (a file may have changed).
 	Password func() (string, error)
+	// nonce fixes SCRAM's client nonce (nil: random) for the tests that
+	// replay a recorded exchange.
+	nonce []byte
 }
 
 // Feature bits used only by the secure handshake (libpcp.h PDU_FLAG_*).
@@ -332,7 +335,7 @@ func (c *conn) authenticate(encrypted bool) error {
 			return fmt.Errorf("pmcd at %s: password of %q: %v", c.peer, a.User, err)
 		}
 	}
-	m, err := sasl.New(name, a.User, pw)
+	m, err := sasl.NewNonce(name, a.User, pw, a.nonce)
 	if err != nil {
 		return fmt.Errorf("pmcd at %s: %v", c.peer, err)
 	}

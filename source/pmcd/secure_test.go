@@ -1,7 +1,6 @@
 package pmcd
 
 import (
-	"bufio"
 	"crypto/tls"
 	"encoding/binary"
 	"io"
@@ -195,35 +194,6 @@ func TestSecureHostile(t *testing.T) {
 			}
 		})
 	}
-}
-
-// FuzzHandshake feeds arbitrary bytes as pmcd's answers after a greeting
-// offering authentication (and TLS): an error or a connection, never a
-// panic or a hang.
-func FuzzHandshake(f *testing.F) {
-	f.Add(uint16(featAuth|featHighres), attrPDU([]byte("SCRAM-SHA-256")))
-	f.Add(uint16(featAuth|featHighres), append(attrPDU([]byte("LOGIN")), attrPDU([]byte("Username:"))...))
-	f.Add(uint16(featSecure|featSecureAck|featAuth), mkpdu(pduError, be(0)))
-	f.Add(uint16(featAuth|featCredsReqd), mkpdu(pduError, be(uint32(0xffffac93))))
-	f.Fuzz(func(t *testing.T, features uint16, answers []byte) {
-		client, server := net.Pipe()
-		defer client.Close()
-		go func() {
-			defer server.Close()
-			server.Write(greet(uint32(features)))
-			go io.Copy(io.Discard, server)
-			server.Write(answers)
-			time.Sleep(50 * time.Millisecond)
-		}()
-		c := &conn{c: client, r: bufio.NewReader(client), peer: "fuzz", unix: true, max: 1 << 20, writeErr: make(chan error, 1),
-			sec: &Security{TLS: &tls.Config{InsecureSkipVerify: true}, SASL: scramAuth("u", "p", "")}}
-		if features&featSecure == 0 {
-			c.sec.TLS = nil
-		}
-		if err := c.handshake(200 * time.Millisecond); err != nil && len(err.Error()) > 400 {
-			t.Fatalf("error of %d bytes: %.100s", len(err.Error()), err)
-		}
-	})
 }
 
 // TestTLSWithoutSecureAck: a pmcd offering TLS without SECURE_ACK (before
