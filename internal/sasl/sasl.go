@@ -71,10 +71,12 @@ func Clear(name string) bool {
 // list: want when set (it must be offered), else the strongest offered
 // that the channel allows (clear-text ones only when clearOK).
 func Choose(offered, want string, clearOK bool) (string, error) {
-	list := strings.Fields(strings.ToUpper(offered))
+	// compared ASCII-case-insensitively, quoted as sent (strings.ToUpper
+	// would turn bytes that are not UTF-8 into U+FFFD)
+	list := strings.Fields(offered)
 	has := func(n string) bool {
 		for _, m := range list {
-			if m == n {
+			if strings.EqualFold(m, n) {
 				return true
 			}
 		}

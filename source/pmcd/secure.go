@@ -212,7 +212,7 @@ func (c *conn) readSmall(what string) (pdu, error) {
 			return p, err
 		}
 		if isTimeout(err) {
-			return p, fmt.Errorf("pmcd at %s: no %s in time (%w)", c.peer, what, errTimeout)
+			return p, fmt.Errorf("pmcd at %s: %s did not come in time (%w)", c.peer, what, errTimeout)
 		}
 		return p, c.peerErr(fmt.Errorf("waiting for %s: %w", what, err))
 	}
