@@ -17,8 +17,7 @@ import (
 // label, hostmetrics: the Collector's system_cpu_load_average_1m, none:
 // serve's naming), and a reload of the file changes a module's naming.
 func TestModuleNaming(t *testing.T) {
-	p := e2e.StartPMCD(t, e2e.PMCDConfig{Agents: "pmcd\t2\tdso\tpmcd_init\t/var/lib/pcp/pmdas/pmcd/pmda_pmcd.so\n" +
-		"linux\t60\tdso\tlinux_init\t/var/lib/pcp/pmdas/linux/pmda_linux.so\n"})
+	p := e2e.StartPMCD(t, e2e.PMCDConfig{Agents: e2e.DSOAgents})
 	const modules = "probe: {allow: [127.0.0.1]}\nmodules:\n  default: {metrics: [kernel.all.load]}\n" +
 		"  node: {metrics: [kernel.all.load], naming: node}\n  pmproxy: {metrics: [kernel.all.load], naming: pmproxy}\n" +
 		"  hostmetrics: {metrics: [kernel.all.load], naming: hostmetrics}\n"
