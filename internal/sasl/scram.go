@@ -103,10 +103,10 @@ func (s *scram) final(first string) ([]byte, bool, error) {
 			return nil, false, fmt.Errorf("SCRAM-SHA-256: server-first message %q: attribute %d is %q, want r, s, i in order", clip(first), i+1, k)
 		}
 	}
-	// RFC 5802: the nonce is printable ASCII other than ','
 	if !strings.HasPrefix(nonce, s.nonce) || len(nonce) == len(s.nonce) {
 		return nil, false, fmt.Errorf("SCRAM-SHA-256: server nonce %q does not extend the client's", clip(nonce))
 	}
+	// RFC 5802: the nonce is printable ASCII other than ','
 	if strings.IndexFunc(nonce, func(r rune) bool { return r < 0x21 || r > 0x7e || r == ',' }) >= 0 {
 		return nil, false, fmt.Errorf("SCRAM-SHA-256: server nonce %q has forbidden characters", clip(nonce))
 	}
