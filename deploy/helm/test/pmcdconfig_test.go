@@ -129,7 +129,7 @@ func TestPMCDConfig(t *testing.T) {
 			return "--mmv.dir=" + dir
 		}
 		return a
-	}, "/metrics", "/probe?target="+closed+"&module=node&auth=fleet")
+	}, nil, "/metrics", "/probe?target="+closed+"&module=node&auth=fleet")
 	if !strings.Contains(body, "pcp_probe_success 0") {
 		t.Errorf("/probe of a closed port with the fleet auth: %s", body)
 	}
