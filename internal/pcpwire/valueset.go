@@ -25,18 +25,18 @@ type ValueSet struct {
 // into vs, and moves past its pairs (value blocks lie after the sets: see
 // Values).
 func (d *Decoder) ValueSet(vs *ValueSet, i, n int) {
-	*vs = ValueSet{}
-	if d.err != nil {
-		return
-	}
 	b := d.b[d.pos:]
-	if len(b) < 8 {
-		d.Fail(d.pos, "value set %d of %d truncated", i, n)
+	if d.err != nil || len(b) < 8 {
+		*vs = ValueSet{}
+		if d.err == nil {
+			d.Fail(d.pos, "value set %d of %d truncated", i, n)
+		}
 		return
 	}
 	vs.PMID = semantics.PMID(binary.BigEndian.Uint32(b))
 	vs.NumVal = int32(binary.BigEndian.Uint32(b[4:]))
 	if vs.NumVal <= 0 {
+		vs.ValFmt, vs.Pairs, vs.PairsAt = 0, nil, 0
 		d.pos += 8
 		return
 	}
