@@ -2,7 +2,6 @@ package pmcd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -45,6 +44,12 @@ type Options struct {
 	// labels (source.ContextApart: ContextLabels has them), so that pmcds
 	// differing only in them share their metadata (shared.go).
 	ContextApart bool
+	// Loads, when not nil, bounds the metadata reads under way at once
+	// across the sources given the same channel (its capacity): a read
+	// waits for a place before it dials. A fleet's first scrapes would
+	// otherwise read every pmcd's metadata at once, each holding its
+	// replies until it ends.
+	Loads chan struct{}
 }
 
 // DefaultSeriesLimit is the default Options.SeriesLimit: about twice the
@@ -662,7 +667,7 @@ func (s *Source) Close() error {
 		s.retryT.Stop()
 	}
 	s.closed = true
-	s.down = errors.New("closed")
+	s.down = errClosed
 	return nil
 }
 
