@@ -297,6 +297,7 @@ func (s *Source) Release() {
 	s.nextInst, s.nextStart = nil, nil
 	if s.c != nil {
 		s.c.rbuf, s.c.w.b = nil, nil
+		s.c.releaseReader()
 	}
 }
 
@@ -515,7 +516,7 @@ func (s *Source) afterFetch(res *source.Result, deadline time.Time) {
 				s.addRefresh(in)
 				break
 			}
-			if _, ok := known.ids[vals[j].Inst]; !ok {
+			if !known.has(vals[j].Inst) {
 				s.addRefresh(in)
 				break
 			}
