@@ -385,8 +385,9 @@ func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadlin
 	c := s.c
 	if !slices.Equal(s.req, pmids) {
 		s.req = append(s.req[:0], pmids...)
-		s.types = s.types[:0]
-		s.indoms = s.indoms[:0]
+		// sized once: a pooled /probe target keeps them between probes
+		s.types = slices.Grow(s.types[:0], len(pmids))
+		s.indoms = slices.Grow(s.indoms[:0], len(pmids))
 		for _, id := range pmids {
 			t, in := semantics.Type32, semantics.InDomNull
 			if s.md != nil {
