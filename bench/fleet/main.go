@@ -320,6 +320,7 @@ func load(args []string) error {
 	var mu sync.Mutex
 	// each target's first probe reads its metadata: counted apart
 	var initial, later tally
+	var byMinute [][2]int // probes started in each minute, and of them not answered
 	var wg sync.WaitGroup
 	begin := time.Now()
 	end := begin.Add(*dur)
@@ -343,6 +344,14 @@ func load(args []string) error {
 				}
 				d := time.Since(start)
 				mu.Lock()
+				m := int(start.Sub(begin) / time.Minute)
+				for len(byMinute) <= m {
+					byMinute = append(byMinute, [2]int{})
+				}
+				byMinute[m][0]++
+				if err != nil || resp.StatusCode != 200 || indexOf(string(body), *expect) < 0 {
+					byMinute[m][1]++
+				}
 				switch {
 				case err != nil:
 					st.add("client: "+errKind(err), 1)
@@ -370,6 +379,11 @@ func load(args []string) error {
 	all.print("all probes: ")
 	initial.print("first probe of each target: ")
 	later.print("later probes: ")
+	fmt.Print("not answered by minute of the run:")
+	for m, c := range byMinute {
+		fmt.Printf(" %d: %d/%d", m, c[1], c[0])
+	}
+	fmt.Println()
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
