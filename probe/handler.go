@@ -26,6 +26,9 @@ import (
 type Handler struct {
 	mapper *mapping.Mapper
 	log    *slog.Logger
+	// mappers are the modules' namings' mappers (mapperOf), made from
+	// mapper when first used (under mu)
+	mappers map[mapping.Naming]*mapping.Mapper
 
 	mu    sync.Mutex
 	cfg   *Config
@@ -168,8 +171,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 	e, err := h.get(key{target, auth, module}, sec, mod, timeout)
-	if err != nil {
+	if _, full := err.(poolFull); full {
 		h.refuse(w, limitTargets, err.Error())
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	defer h.release(e)
@@ -230,28 +237,64 @@ func (h *Handler) get(k key, sec *pmcd.Security, mod Module, timeout time.Durati
 			}
 		}
 		if old == nil {
-			return nil, fmt.Errorf("%d targets pooled and all busy (probe.max_targets)", len(h.pool))
+			return nil, poolFull(len(h.pool))
 		}
 		old.src.Close()
 		delete(h.pool, oldest)
+	}
+	mapper, err := h.mapperOf(mod)
+	if err != nil {
+		return nil, err
 	}
 	sel, _ := pmcd.ParseSelection(mod.Metrics)
 	if len(sel.Include) == 0 {
 		// what the mapping leaves out is not read either (proc's
 		// metadata is most of a pmcd's), as serve's --pmcd does
-		sel.Exclude = append(sel.Exclude, h.mapper.UnreadSubtrees()...)
+		sel.Exclude = append(sel.Exclude, mapper.UnreadSubtrees()...)
 	}
 	// pmcds differing only in their context labels (hostname, machineid)
 	// share their metadata when these go only into target_info
-	src, err := pmcd.New(k.target, pmcd.Options{Selection: sel, Timeout: timeout, Security: sec, Logger: h.log, ContextApart: h.mapper.ContextOnTargetOnly(), Loads: h.loads})
+	src, err := pmcd.New(k.target, pmcd.Options{Selection: sel, Timeout: timeout, Security: sec, Logger: h.log, ContextApart: mapper.ContextOnTargetOnly(), Loads: h.loads})
 	if err != nil {
 		return nil, err
 	}
 	e := &entry{src: src, used: time.Now(), busy: 1}
-	e.col = bridge.New(h.mapper, h.log, bridge.Source{Name: "pmcd " + k.target, Src: src})
+	e.col = bridge.New(mapper, h.log, bridge.Source{Name: "pmcd " + k.target, Src: src})
 	h.pool[k] = e
 	h.conns++
 	return e, nil
+}
+
+// mapperOf is the mapper of mod's naming (serve's when it has none);
+// under h.mu.
+func (h *Handler) mapperOf(mod Module) (*mapping.Mapper, error) {
+	if mod.Naming == "" {
+		return h.mapper, nil
+	}
+	n, err := mapping.ParseNaming(mod.Naming)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := h.mappers[n]; ok {
+		return m, nil
+	}
+	m, err := h.mapper.WithNaming(n)
+	if err != nil {
+		return nil, err
+	}
+	if h.mappers == nil {
+		h.mappers = map[mapping.Naming]*mapping.Mapper{}
+	}
+	h.mappers[n] = m
+	return m, nil
+}
+
+// poolFull is get's error when probe.max_targets targets are pooled and
+// all are being probed.
+type poolFull int
+
+func (n poolFull) Error() string {
+	return fmt.Sprintf("%d targets pooled and all busy (probe.max_targets)", int(n))
 }
 
 func (h *Handler) release(e *entry) {
@@ -277,6 +320,7 @@ func (h *Handler) Reconfigure(mapper *mapping.Mapper, _ []source.Source) error {
 	}
 	h.mu.Lock()
 	h.mapper = mapper
+	h.mappers = nil
 	h.mu.Unlock()
 	h.Reload(cfg)
 	return nil
