@@ -185,7 +185,7 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 			b = append(append(append(append(b, omName(f)...), "_created"...), labels...), st.v[:st.n]...)
 			b = append(b, '\n')
 		}
-	})
+	}, nil)
 	if merging {
 		b = c.merge.gather(out, b, flushAt, flush)
 	}
@@ -271,7 +271,7 @@ func (s samplesCollector) Collect(ch chan<- prometheus.Metric) {
 	defer s.c.mu.Unlock()
 	s.c.read(s.c.now(), s.sel, false, func(src *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		s.c.sendConst(ch, src, i, f, iv, inst)
-	})
+	}, nil)
 	s.c.sendTargets(ch, s.sel)
 }
 
