@@ -110,7 +110,7 @@ type sourceState struct {
 	msData *source.Metric
 	msLen  int
 	msSig  uint64
-	text     textCache
+	text   textCache
 }
 
 // New returns a Collector over sources, mapped by mapper.
