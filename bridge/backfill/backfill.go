@@ -442,15 +442,15 @@ type seriesHint struct {
 	s    *Series
 }
 
-// hint returns the hint of value position pos of family fi.
-func (r *run) hint(fi, pos int) *seriesHint {
+// hintsOf returns the hints of family fi's first n value positions.
+func (r *run) hintsOf(fi, n int) []seriesHint {
 	if len(r.hints) <= fi {
 		r.hints = append(r.hints, make([][]seriesHint, fi+1-len(r.hints))...)
 	}
-	if len(r.hints[fi]) <= pos {
-		r.hints[fi] = append(r.hints[fi], make([]seriesHint, pos+1-len(r.hints[fi]))...)
+	if len(r.hints[fi]) < n {
+		r.hints[fi] = append(r.hints[fi], make([]seriesHint, n-len(r.hints[fi]))...)
 	}
-	return &r.hints[fi][pos]
+	return r.hints[fi][:n]
 }
 
 // value is a PCP value in family f's unit, as the output gives it: as the

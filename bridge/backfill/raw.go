@@ -132,12 +132,16 @@ func (r *run) rawSet(src *rawSource, fi int, vals []source.InstValue, t time.Tim
 		in, _ := src.names.Lookup(f.Desc.InDom, id, t)
 		return in
 	}
+	var hints []seriesHint
+	if f.Type != mapping.Info {
+		hints = r.hintsOf(fi, len(vals))
+	}
 	for j, iv := range vals {
 		var s *Series
 		if f.Type == mapping.Info {
 			s = r.lookup(f, instance(iv.Inst), strings.ToValidUTF8(iv.Value.Str(), "\uFFFD"))
 		} else {
-			h := r.hint(fi, j)
+			h := &hints[j]
 			if h.s == nil || h.inst != iv.Inst || h.gen != gen {
 				*h = seriesHint{inst: iv.Inst, gen: gen, s: r.lookup(f, instance(iv.Inst), "")}
 			}

@@ -89,7 +89,7 @@ func (r *run) stepValue(v *bridge.Value) error {
 		if v.Inst != nil {
 			name = v.Inst.Name
 		}
-		h := r.hint(v.Index, v.Pos)
+		h := &r.hintsOf(v.Index, v.Pos+1)[v.Pos]
 		if h.s == nil || h.fam != f || h.inst != v.IV.Inst || h.name != name {
 			*h = seriesHint{fam: f, inst: v.IV.Inst, name: name, s: r.lookup(f, v.Inst, "")}
 		}
