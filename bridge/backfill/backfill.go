@@ -3,9 +3,11 @@
 // them (package mapping), and writes them to a sink: TSDB blocks, remote
 // write, or an OpenMetrics file for promtool. Samples are either every
 // recorded value (raw) or values interpolated by libpcp's rules on a grid of
-// multiples of a step (what `replay` gives). Memory stays bounded: archives
-// are read incrementally and samples flow to the sink in batches. A run's
-// outcome can be written for node_exporter's textfile collector (textfile.go).
+// multiples of a step (what `replay` gives): step.go reads the replay
+// through bridge.Collector, the reading of a scrape and of the OTLP push,
+// and raw.go reads the records. Memory stays bounded: archives are read
+// incrementally and samples flow to the sink in batches. A run's outcome
+// can be written for node_exporter's textfile collector (textfile.go).
 package backfill
 
 import (
