@@ -229,7 +229,7 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 			b = append(append(append(append(b, omName(f)...), "_created"...), labels...), st.v[:st.n]...)
 			b = append(b, '\n')
 		}
-	})
+	}, nil)
 	for _, s := range c.sources {
 		s.text.compact()
 	}
@@ -318,7 +318,7 @@ func (s samplesCollector) Collect(ch chan<- prometheus.Metric) {
 	defer s.c.mu.Unlock()
 	s.c.read(s.c.now(), s.sel, false, func(src *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		s.c.sendConst(ch, src, i, f, iv, inst)
-	})
+	}, nil)
 	s.c.sendTargets(ch, s.sel)
 }
 
