@@ -91,6 +91,37 @@ func openArchiveKind(f *serveFlags, o *opened, logger *slog.Logger) error {
 	return nil
 }
 
+// openArchivesOnce opens the archives a command reading once names:
+// replayed as one timeline, or with f.apart each a replay of its own.
+func openArchivesOnce(f *onceFlags, o *opened, _ *slog.Logger) error {
+	if f.archives == nil || len(*f.archives) == 0 {
+		return nil
+	}
+	as, err := archive.OpenAll(*f.archives)
+	if err != nil {
+		return err
+	}
+	groups := [][]*archive.Archive{as}
+	if f.apart {
+		groups = nil
+		for _, a := range as {
+			groups = append(groups, []*archive.Archive{a})
+		}
+	}
+	for _, g := range groups {
+		rp, err := archive.NewReplay(g, archive.ReplayOptions{})
+		if err != nil {
+			for _, a := range as {
+				a.Close()
+			}
+			return err
+		}
+		o.onClose(func() { rp.Close() }) // and its archives
+		o.add("archive", bridge.Source{Name: g[0].Path(), Src: rp})
+	}
+	return nil
+}
+
 // extractDemo writes the embedded demo archive to a temporary directory.
 func extractDemo() (string, func(), error) {
 	dir, err := os.MkdirTemp("", "pcp-exporter-demo-")

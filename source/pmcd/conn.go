@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/pcpwire"
@@ -147,7 +148,7 @@ func dialConn(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	cn := &conn{c: c, r: bufio.NewReaderSize(c, 16<<10), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1), sec: ep.sec}
+	cn := &conn{c: c, r: bufio.NewReaderSize(c, readerSize), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1), sec: ep.sec}
 	if err := cn.handshake(timeout); err != nil {
 		c.Close()
 		return nil, err
@@ -180,12 +181,45 @@ func (c *conn) close() {
 	}()
 }
 
+// readerSize is the size of a connection's reply reader.
+const readerSize = 16 << 10
+
 // drainTimeout bounds how long a closed connection waits for pmcd to close
 // its side.
 const drainTimeout = 30 * time.Second
 
+// readers are the reply readers of connections between fetches: a pooled
+// /probe target's connection is idle most of the time, and its reader
+// (16 KiB) is put back here after each probe (releaseReader).
+var readers sync.Pool
+
+// releaseReader gives the reply reader back to readers, unless pmcd sent
+// something not yet read.
+func (c *conn) releaseReader() {
+	if c.r == nil || c.r.Buffered() != 0 {
+		return
+	}
+	c.r.Reset(nil)
+	readers.Put(c.r)
+	c.r = nil
+}
+
+// reader returns the reply reader, taking one from readers after
+// releaseReader.
+func (c *conn) reader() *bufio.Reader {
+	if c.r == nil {
+		if r, ok := readers.Get().(*bufio.Reader); ok {
+			r.Reset(c.c)
+			c.r = r
+		} else {
+			c.r = bufio.NewReaderSize(c.c, readerSize)
+		}
+	}
+	return c.r
+}
+
 func (c *conn) read() (pdu, error) {
-	p, buf, err := readPDU(c.r, c.rbuf, c.max, c.peer)
+	p, buf, err := readPDU(c.reader(), c.rbuf, c.max, c.peer)
 	c.rbuf = retain(buf, &c.dropped)
 	if err != nil {
 		var fe *FormatError

@@ -186,7 +186,7 @@ func (c *client) fetchRequest(pmids []semantics.PMID, buf []byte) (p pdu, code, 
 		return p, 0, flags, buf, c.ioErr(err)
 	}
 	for {
-		p, buf, err = readPDU(c.r, buf, c.max, c.peer)
+		p, buf, err = readPDU(c.reader(), buf, c.max, c.peer)
 		if err != nil {
 			return p, 0, flags, buf, c.ioErr(err)
 		}

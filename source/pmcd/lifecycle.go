@@ -1,6 +1,7 @@
 package pmcd
 
 import (
+	"errors"
 	"maps"
 	"time"
 
@@ -14,6 +15,9 @@ import (
 // installed the source is down; a reload after pmcd flagged a change
 // (on a second connection) leaves the previous metadata and connection
 // serving scrapes meanwhile.
+
+// errClosed is a closed source's state.
+var errClosed = errors.New("closed")
 
 // staleness is what pmcd flagged as changed.
 type staleness uint8
@@ -60,7 +64,18 @@ func (s *Source) startLoad() {
 // metadata and tries again after a backoff.
 func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, wait time.Duration) {
 	defer close(done)
-	c, err := dial(s.ep, wait, s.opts.MaxPDU)
+	if l := s.opts.Loads; l != nil {
+		l <- struct{}{}
+		defer func() { <-l }()
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	var c *client
+	err := errClosed
+	if !closed {
+		c, err = dial(s.ep, wait, s.opts.MaxPDU)
+	}
 	if err == nil {
 		c.limit, c.fetchTimeout = s.opts.SeriesLimit, s.opts.Timeout
 	}

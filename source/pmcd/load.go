@@ -160,7 +160,7 @@ func (s *Source) readLabels(c *client, deadline time.Time, prev *metadata) (*met
 	}
 	for id, in := range prev.indoms {
 		// a copy: scrapes may be reading prev's instances
-		md.indoms[id] = &indom{insts: slices.Clone(in.insts), ids: in.ids}
+		md.indoms[id] = &indom{insts: slices.Clone(in.insts)}
 	}
 	labels := map[request]semantics.LabelSet{}
 	if err := c.readDetails(deadline, descs, true, &details{md: md, oneline: oneline, help: help, labels: labels}); err != nil {
@@ -186,7 +186,7 @@ func (s *Source) readNew(c *client, deadline time.Time, prev *metadata, names []
 		if d := prev.descs[id]; d != nil {
 			md.descs[id] = d
 			if in := prev.indoms[d.InDom]; in != nil && md.indoms[d.InDom] == nil {
-				md.indoms[d.InDom] = &indom{insts: slices.Clone(in.insts), ids: in.ids}
+				md.indoms[d.InDom] = &indom{insts: slices.Clone(in.insts)}
 			}
 			continue
 		}

@@ -1,7 +1,9 @@
 package pmcd
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
@@ -79,10 +81,17 @@ func (md *metadata) malformedLabels() int {
 // indom is an instance domain's instances in id order, and an index of
 // their ids.
 type indom struct {
-	insts []source.Instance
-	ids   map[int32]struct{}
+	insts []source.Instance // in id order
 	// cut counts the instances left out by the series limit.
 	cut int
+}
+
+// has says whether the instance domain has instance id (a binary search:
+// a map per instance domain cost a fleet's pooled targets more than their
+// instances).
+func (in *indom) has(id int32) bool {
+	_, ok := slices.BinarySearchFunc(in.insts, id, func(i source.Instance, id int32) int { return cmp.Compare(i.ID, id) })
+	return ok
 }
 
 const (
@@ -104,9 +113,8 @@ const (
 // their labels when known.
 func (md *metadata) setInstances(id semantics.InDom, insts []source.Instance, labels map[int32]semantics.LabelSet) {
 	sort.SliceStable(insts, func(i, j int) bool { return insts[i].ID < insts[j].ID })
-	in := &indom{insts: insts, ids: make(map[int32]struct{}, len(insts))}
+	in := &indom{insts: insts}
 	for k := range insts {
-		in.ids[insts[k].ID] = struct{}{}
 		insts[k].Labels = labels[insts[k].ID]
 	}
 	md.indoms[id] = in

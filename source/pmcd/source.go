@@ -2,7 +2,6 @@ package pmcd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -45,6 +44,12 @@ type Options struct {
 	// labels (source.ContextApart: ContextLabels has them), so that pmcds
 	// differing only in them share their metadata (shared.go).
 	ContextApart bool
+	// Loads, when not nil, bounds the metadata reads under way at once
+	// across the sources given the same channel (its capacity): a read
+	// waits for a place before it dials. A fleet's first scrapes would
+	// otherwise read every pmcd's metadata at once, each holding its
+	// replies until it ends.
+	Loads chan struct{}
 }
 
 // DefaultSeriesLimit is the default Options.SeriesLimit: about twice the
@@ -292,6 +297,7 @@ func (s *Source) Release() {
 	s.nextInst, s.nextStart = nil, nil
 	if s.c != nil {
 		s.c.rbuf, s.c.w.B = nil, nil
+		s.c.releaseReader()
 	}
 }
 
@@ -378,8 +384,9 @@ func (s *Source) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) 
 func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadline time.Time) error {
 	if !slices.Equal(s.req, pmids) {
 		s.req = append(s.req[:0], pmids...)
-		s.types = s.types[:0]
-		s.indoms = s.indoms[:0]
+		// sized once: a pooled /probe target keeps them between probes
+		s.types = slices.Grow(s.types[:0], len(pmids))
+		s.indoms = slices.Grow(s.indoms[:0], len(pmids))
 		for _, id := range pmids {
 			t, in := semantics.Type32, semantics.InDomNull
 			if s.md != nil {
@@ -479,7 +486,7 @@ func (s *Source) afterFetch(res *source.Result, deadline time.Time) {
 				s.addRefresh(in)
 				break
 			}
-			if _, ok := known.ids[vals[j].Inst]; !ok {
+			if !known.has(vals[j].Inst) {
 				s.addRefresh(in)
 				break
 			}
@@ -572,7 +579,7 @@ func (s *Source) Close() error {
 		s.retryT.Stop()
 	}
 	s.closed = true
-	s.down = errors.New("closed")
+	s.down = errClosed
 	return nil
 }
 
