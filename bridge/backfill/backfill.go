@@ -24,6 +24,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Series is one time series: its labels, __name__ included, sorted by name.
@@ -102,7 +103,7 @@ func (o Outcome) rejected() int {
 type Options struct {
 	// Archives form one timeline (pmlogger's daily archives of a host), or
 	// are the archives of several hosts: see Run.
-	Archives []*archive.Archive
+	Archives []*pcplog.Archive
 	Mapper   *mapping.Mapper
 	// Step is the grid of interpolated samples; 0 writes every recorded
 	// value (raw).
@@ -556,12 +557,12 @@ func (r *run) inRange(t time.Time) bool {
 
 // raw writes every recorded value, archive after archive in time order.
 func (r *run) raw(ctx context.Context) error {
-	as := append([]*archive.Archive(nil), r.opts.Archives...)
+	as := append([]*pcplog.Archive(nil), r.opts.Archives...)
 	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
 	for _, a := range as {
 		r.src = a
 		r.mapFamilies(a.Metrics())
-		var rd *archive.Reader
+		var rd *pcplog.Reader
 		if !r.opts.Start.IsZero() {
 			rd = a.RecordsFrom(r.opts.Start)
 		} else {
@@ -574,7 +575,7 @@ func (r *run) raw(ctx context.Context) error {
 		if r.opts.Start.After(from) {
 			from = r.opts.Start
 		}
-		r.gen = archive.RunStart([]*archive.Archive{a}, from)
+		r.gen = pcplog.RunStart([]*pcplog.Archive{a}, from)
 		n := 0
 		for rd.Next() {
 			if n++; n%1024 == 0 && ctx.Err() != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // demoArchive is a 3-minute pmlogger recording of this project's corpus
@@ -119,7 +120,7 @@ func extractDemo() (string, func(), error) {
 // timeline, from --replay.start at --replay.speed, with the derived
 // metrics outermost; the function returned closes the replay.
 func openReplay(f *serveFlags, replayed []string, loop bool, rule semantics.InterpRule, logger *slog.Logger) (bridge.Source, func(), error) {
-	as, err := archive.OpenAll(replayed)
+	as, err := pcplog.OpenAll(replayed)
 	if err != nil {
 		return bridge.Source{}, nil, err
 	}

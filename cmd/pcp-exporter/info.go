@@ -9,7 +9,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // metadataSource is what info needs of a source: archives and MMV sources
@@ -49,7 +49,7 @@ func infoCommand() command {
 					defer m.Close()
 					srcs = append(srcs, m)
 				}
-				as, err := archive.OpenAll(*paths)
+				as, err := pcplog.OpenAll(*paths)
 				if err != nil {
 					return err
 				}

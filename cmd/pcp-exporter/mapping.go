@@ -11,6 +11,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // fullLabelsFlag adds --mapping.full-labels to a command.
@@ -67,7 +68,7 @@ func runMapping(w io.Writer, f *mappingFlags) error {
 		}
 		context = mmvContext()
 	} else {
-		as, err := archive.OpenAll(f.archives)
+		as, err := pcplog.OpenAll(f.archives)
 		if err != nil {
 			return err
 		}

@@ -51,9 +51,9 @@ var ErrBackwards = errors.New("replay: time went backwards")
 type Replay struct {
 	// secs and supplies as values, made once (see front)
 	secsFn     func(time.Time) float64
-	suppliesFn func(*Record) bool
+	suppliesFn func(*pcplog.Record) bool
 	mu         sync.Mutex
-	archives   []*Archive
+	archives   []*pcplog.Archive
 	opts       ReplayOptions
 	start      time.Time // label start of the first archive: time origin
 
@@ -65,8 +65,8 @@ type Replay struct {
 	haveEnd bool
 	lastReq float64
 	fetched bool
-	served  time.Time  // the time of the last fetch
-	runs    *runStarts // for Generation, made at its first call
+	served  time.Time         // the time of the last fetch
+	runs    *pcplog.RunStarts // for Generation, made at its first call
 
 	// the phases of a fetch, each with its own state
 	bounds      // the metrics asked and their instances' bounds
@@ -96,14 +96,14 @@ type replayTest struct {
 func (r *Replay) applyAll() bool { return r.test != nil && r.test.applyAll }
 
 // NewReplay replays archives (sorted by their start time) as one timeline.
-func NewReplay(archives []*Archive, opts ReplayOptions) (*Replay, error) {
+func NewReplay(archives []*pcplog.Archive, opts ReplayOptions) (*Replay, error) {
 	if len(archives) == 0 {
 		return nil, errors.New("replay: no archive")
 	}
 	if opts.Window <= 0 {
 		opts.Window = 32
 	}
-	as := append([]*Archive(nil), archives...)
+	as := append([]*pcplog.Archive(nil), archives...)
 	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
 	r := &Replay{archives: as, opts: opts, start: as[0].Label().Start}
 	r.secsFn, r.suppliesFn = r.secs, r.supplies
@@ -151,7 +151,7 @@ func (r *Replay) End() (time.Time, error) {
 }
 
 // Archives returns the archives of the timeline, in time order.
-func (r *Replay) Archives() []*Archive { return r.archives }
+func (r *Replay) Archives() []*pcplog.Archive { return r.archives }
 
 // Metrics returns every metric of the archives, in name order.
 func (r *Replay) Metrics() []source.Metric { return r.metrics }
@@ -159,11 +159,11 @@ func (r *Replay) Metrics() []source.Metric { return r.metrics }
 // instanceIDs returns the ids of Instances(indom), in id order.
 func (r *Replay) instanceIDs(indom semantics.InDom) []int32 {
 	if len(r.archives) == 1 {
-		return r.archives[0].instanceIDs(indom)
+		return r.archives[0].InstanceIDs(indom)
 	}
 	var out []int32
 	for _, a := range r.archives {
-		out = append(out, a.instanceIDs(indom)...)
+		out = append(out, a.InstanceIDs(indom)...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -173,7 +173,7 @@ func (r *Replay) instanceIDs(indom semantics.InDom) []int32 {
 // union, as pmGetInDomArchive), by id, with the names and instance labels
 // in force at the end of the timeline.
 func (r *Replay) Instances(indom semantics.InDom) []source.Instance {
-	ins, _ := r.InstancesInForce(indom, maxTime)
+	ins, _ := r.InstancesInForce(indom, time.Unix(1<<62, 0))
 	return ins
 }
 
@@ -219,7 +219,7 @@ func (r *Replay) Close() error {
 	defer r.mu.Unlock()
 	r.feed.close()
 	if r.runs != nil {
-		r.runs.close()
+		r.runs.Close()
 	}
 	var first error
 	for _, a := range r.archives {
@@ -307,7 +307,7 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 		if !ok || len(ids) != len(insts) { // (the metadata grew since)
 			list := insts
 			if len(r.archives) == 1 {
-				list = r.archives[0].inDomArchiveOrder(d.InDom)
+				list = r.archives[0].InDomArchiveOrder(d.InDom)
 			}
 			ids = hashWalkOrder(list)
 			r.orders[d.InDom] = ids
@@ -629,15 +629,13 @@ const hashThreshold = 16
 // so that the cost is that of the .meta records, not records x instances.
 func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
 	type snap struct {
-		t    float64
-		node *indomNode
-		m    *meta
+		t   float64
+		rec pcplog.InDomRecord
 	}
 	var snaps []snap
 	for _, a := range r.archives {
-		m := a.state().meta
-		for _, s := range m.indoms[indom] {
-			snaps = append(snaps, snap{t: r.secs(s.t), node: s.node, m: m})
+		for _, rec := range a.InDomRecords(indom) {
+			snaps = append(snaps, snap{t: r.secs(rec.Time), rec: rec})
 		}
 	}
 	sort.SliceStable(snaps, func(i, j int) bool { return snaps[i].t < snaps[j].t })
@@ -659,20 +657,19 @@ func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
 		out[id] = c
 	}
 	big := false
-	var prev *indomNode
+	var prev pcplog.InDomRecord
 	for _, s := range snaps {
-		if s.node.base != nil && s.node.base == prev {
-			for _, op := range s.node.ops {
-				switch {
-				case op.del && cur[op.in.ID]:
-					remove(op.in.ID, s.t)
-				case !op.del && !cur[op.in.ID]:
-					add(op.in.ID, s.t)
-				}
+		delta := s.rec.Changes(prev, func(id int32, gone bool) {
+			switch {
+			case gone && cur[id]:
+				remove(id, s.t)
+			case !gone && !cur[id]:
+				add(id, s.t)
 			}
-		} else {
+		})
+		if !delta {
 			next := map[int32]bool{}
-			for _, in := range s.m.materialize(s.node) {
+			for _, in := range s.rec.Instances() {
 				next[in.ID] = true
 			}
 			for id := range cur {
@@ -686,7 +683,7 @@ func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
 				}
 			}
 		}
-		prev = s.node
+		prev = s.rec
 		if len(cur) >= hashThreshold {
 			big = true
 		}

@@ -1,6 +1,8 @@
 package archive
 
 import (
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
+
 	"math"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
@@ -99,7 +101,7 @@ const sparseRun = 4
 // holding for any number of records between: each instance's lower bound
 // is rec's, set from the same state, and no record of the run touches an
 // upper bound (they are before tReq; at tReq, rec alone).
-func (r *Replay) supplies(rec *Record) bool {
+func (r *Replay) supplies(rec *pcplog.Record) bool {
 	r.gen++
 	if r.gen == 0 { // wrapped: no instance may hold a stale mark
 		for _, pm := range r.pmList {
@@ -175,10 +177,10 @@ func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
 		if err != nil {
 			return nil, false, err
 		}
-		if res == runRefused {
+		if res == pcplog.RunRefused {
 			r.refused++
 		}
-		if res == runAccepted && lead != nil {
+		if res == pcplog.RunAccepted && lead != nil {
 			n, tFirst = n+1, lead.t
 			r.pop()
 		}

@@ -1,6 +1,8 @@
 package archive
 
 import (
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
+
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
@@ -409,7 +411,7 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 		set := &w.sets[i]
 		pm := r.pmAt(&r.setHint, i, set.PMID)
 		if pm == nil || set.Err != nil {
-			if pm != nil && set.Err == ErrEncoding {
+			if pm != nil && set.Err == pcplog.ErrEncoding {
 				r.corrupt = true // libpcp's update_bounds: PM_ERR_LOGREC
 			}
 			continue
@@ -493,7 +495,7 @@ func (r *Replay) readOne() (bool, error) {
 }
 
 // push copies a record into the window.
-func (r *Replay) push(rec *Record, ai int) {
+func (r *Replay) push(rec *pcplog.Record, ai int) {
 	var w *winRec
 	if n := len(r.spare); n > 0 {
 		w = r.spare[n-1]
@@ -507,7 +509,7 @@ func (r *Replay) push(rec *Record, ai int) {
 }
 
 // fillWin copies the sets of rec that belong to followed metrics into w.
-func (r *Replay) fillWin(w *winRec, rec *Record, ai int) {
+func (r *Replay) fillWin(w *winRec, rec *pcplog.Record, ai int) {
 	w.time = rec.Time
 	w.t = r.secs(rec.Time)
 	w.mark = rec.Mark

@@ -1,6 +1,10 @@
 package archive
 
 import (
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
+
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,13 +24,13 @@ import (
 // none either.)
 func TestFollowZeroTailedVolume(t *testing.T) {
 	dir := t.TempDir()
-	copyArchive(t, filepath.Join(corpus, "archives", "live", "live_v3"), dir)
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "live", "live_v3"), dir)
 	vol := filepath.Join(dir, "live_v3.0")
 	full, err := os.ReadFile(vol)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Open(filepath.Join(dir, "live_v3"))
+	a, err := pcplog.Open(filepath.Join(dir, "live_v3"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
-package archive
+package pcplog
 
 import (
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -60,7 +62,7 @@ func TestCorruptEveryByte(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			base := copyArchive(t, src, dir)
+			base := archivetest.CopyArchive(t, src, dir)
 			file := base + ext
 			check := func(what string, size int) {
 				_, err := drain(base)
@@ -100,7 +102,7 @@ func TestCorruptEveryByte(t *testing.T) {
 // still writing) ends iteration cleanly with the complete records.
 func TestTruncatedLastRecord(t *testing.T) {
 	dir := t.TempDir()
-	base := copyArchive(t, filepath.Join(corpus, "archives/seedtables/seedtables_v3"), dir)
+	base := archivetest.CopyArchive(t, filepath.Join(corpus, "archives/seedtables/seedtables_v3"), dir)
 	full, err := drain(base)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
-package archive
+package pcplog
 
 import (
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+
 	"fmt"
 	"math"
 	"os"
@@ -74,7 +76,7 @@ func setKey(p semantics.PMID, err error, vals []source.InstValue) string {
 		return s + " " + err.Error()
 	}
 	for _, v := range vals {
-		s += " " + valueText(v.Value)
+		s += " " + archivetest.ValueText(v.Value)
 	}
 	return s
 }
@@ -152,7 +154,7 @@ func TestReaderOnlyLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			base := copyArchive(t, src, dir)
+			base := archivetest.CopyArchive(t, src, dir)
 			lim := int(be32(orig))
 			for r := 0; r < 5 && lim+4 <= len(orig); r++ {
 				lim += int(be32(orig[lim:]))

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pcplog
+
+const raceEnabled = false
