@@ -1,16 +1,14 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-
 	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // BenchmarkReplay replays an archive at a 1 s step from start to end, as

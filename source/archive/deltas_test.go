@@ -1,10 +1,6 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -17,6 +13,8 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // v3InDomRecord encodes a v3 indom record (typeInDom or typeInDomDelta);

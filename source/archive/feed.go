@@ -1,11 +1,10 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // feed reads the records of the timeline in order, with a <mark> record

@@ -1,10 +1,6 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +10,8 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Archives of PCP's own QA suite (testdata/pcp-qa/README.md says where

@@ -1,8 +1,6 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Follow mode: serving the present of an archive pmlogger is writing.

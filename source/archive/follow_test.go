@@ -1,8 +1,6 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
 	"encoding/csv"
 	"fmt"
 	"os"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 

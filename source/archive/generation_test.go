@@ -1,18 +1,16 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-	"regexp"
-
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 var reMark = regexp.MustCompile(`(?m)^(\d\d:\d\d:\d\d\.\d+)\s+<mark>`)

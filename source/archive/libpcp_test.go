@@ -1,10 +1,6 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +13,8 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // libpcpGroups are the logging groups of TestReplayMatchesLibpcp: every

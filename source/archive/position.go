@@ -1,13 +1,11 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-	"slices"
-
 	"math"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // positioning is the state of the first fetch's positioning (see
@@ -113,24 +111,23 @@ func (r *Replay) position(t time.Time, tReq float64) error {
 // thousands of entries, and only a few are used.
 func (r *Replay) entriesBefore(ai int, t time.Time) []pcplog.IndexEntry {
 	a := r.archives[ai]
-	vols := a.Volumes()
 	var out []pcplog.IndexEntry
-	lastVI, lastOff := -1, int64(-1)
+	lastVol, lastOff := -1, int64(-1)
 	for _, e := range a.Index() {
 		if !e.Time.Before(t) {
 			break
 		}
-		vi := slices.Index(vols, int(e.Vol))
-		if vi < 0 || vi < lastVI || (vi == lastVI && e.DataOff <= lastOff) {
+		vol := int(e.Vol) // volumes are numbered in file order
+		if vol < lastVol || (vol == lastVol && e.DataOff <= lastOff) {
 			continue
 		}
-		if !a.Plain(vols[vi]) {
+		if !a.Plain(vol) { // none such, or
 			// reaching the entry decompresses the volume from its start
 			// anyway, and its offset cannot be checked (see recordAt)
 			continue
 		}
 		out = append(out, e)
-		lastVI, lastOff = vi, e.DataOff
+		lastVol, lastOff = vol, e.DataOff
 	}
 	for len(out) > 0 {
 		rd := a.Records()

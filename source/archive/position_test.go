@@ -1,8 +1,6 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -19,6 +17,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 

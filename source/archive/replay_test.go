@@ -1,12 +1,8 @@
 package archive
 
 import (
-	"encoding/binary"
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand"
@@ -21,6 +17,8 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // interpArgs parses "-a ARCH -t I -S O ROOTS..." of a pmfetch_interp row.

@@ -1,11 +1,10 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-
 	"math"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // pacing is the state of sparse reading (see pace): the records this
@@ -68,17 +67,18 @@ func (r *Replay) switched() {
 	}
 }
 
-// lastSupplied reports whether every instance in the result has its lower
+// lastSupplied reports whether every instance in the result (of pms, the
+// bounds' states) has its lower
 // bound from the last record this fetch applied at the position: sparse
 // reading would then have passed over the records before it (see
 // supplies), as it will at this pace.
-func (r *Replay) lastSupplied() bool {
-	if r.lastPosMark {
+func (p *pacing) lastSupplied(pms []*pmState) bool {
+	if p.lastPosMark {
 		return false
 	}
-	for _, pm := range r.pmList {
+	for _, pm := range pms {
 		for _, c := range pm.icps {
-			if c.inresult && (c.prior.Kind != semantics.BoundValue || c.prior.T != r.lastPos) {
+			if c.inresult && (c.prior.Kind != semantics.BoundValue || c.prior.T != p.lastPos) {
 				return false
 			}
 		}
@@ -182,7 +182,7 @@ func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
 		}
 		if res == pcplog.RunAccepted && lead != nil {
 			n, tFirst = n+1, lead.t
-			r.pop()
+			r.window.pop()
 		}
 		r.passed += n
 		r.moved += n

@@ -1,12 +1,11 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // windowValues bounds the values the window holds (8 MiB of them): records
@@ -137,13 +136,14 @@ func (r *Replay) at(i int) (*winRec, error) {
 	return r.win[i], nil
 }
 
-func (r *Replay) pop() {
-	w := r.win[0]
-	r.winValues -= len(w.vals)
-	copy(r.win, r.win[1:])
-	r.win[len(r.win)-1] = nil
-	r.win = r.win[:len(r.win)-1]
-	r.spare = append(r.spare, w)
+// pop moves the oldest record of the window to the spares.
+func (wd *window) pop() {
+	w := wd.win[0]
+	wd.winValues -= len(w.vals)
+	copy(wd.win, wd.win[1:])
+	wd.win[len(wd.win)-1] = nil
+	wd.win = wd.win[:len(wd.win)-1]
+	wd.spare = append(wd.spare, w)
 }
 
 // roll is do_roll: read forward from the position while records are at or
@@ -167,7 +167,7 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 		r.moved++
 		r.lastPos, r.lastPosMark = w.t, w.mark
 		if !direct {
-			r.pop()
+			r.window.pop()
 		}
 	}
 }
@@ -325,7 +325,7 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 			r.lastPos, r.lastPosMark = w.t, w.mark
 		case w.t <= tReq && i == 0:
 			r.lastPos, r.lastPosMark = w.t, w.mark
-			r.pop()
+			r.window.pop()
 			r.moved++
 		default:
 			i++

@@ -1,10 +1,6 @@
 package archive
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +10,8 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // TestFollowZeroTailedVolume: an archive being followed whose volume ends

@@ -1,14 +1,13 @@
 package pcplog
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
 
 func volumeBytes(tb testing.TB, a *Archive) int64 {

@@ -1,8 +1,6 @@
 package pcplog
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
@@ -20,6 +18,7 @@ import (
 	"github.com/ulikunitz/xz"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
 
 func repeatStream(t testing.TB, path string, chunk []byte, n int, c archivetest.Compressor) {

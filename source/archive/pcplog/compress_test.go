@@ -1,8 +1,6 @@
 package pcplog
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
 	"compress/gzip"
 	"errors"
 	"io"
@@ -16,6 +14,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
+
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
 
 // TestCompressedFiles compresses every file of corpus archives (volumes,

@@ -1,8 +1,6 @@
 package pcplog
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
 	"bufio"
 	"fmt"
 	"io/fs"
@@ -15,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
 
 const corpus = "../../../testdata/pcp-corpus"

@@ -1,8 +1,6 @@
 package pcplog
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
 
 // drain opens and reads everything; it must not panic. It returns the error

@@ -130,10 +130,9 @@ type InDomRecord struct {
 	m    *meta
 }
 
-// InDomRecords returns the records of indom, in file order.
-func (a *Archive) InDomRecords(indom semantics.InDom) []InDomRecord {
+// AppendInDomRecords appends the records of indom to out, in file order.
+func (a *Archive) AppendInDomRecords(out []InDomRecord, indom semantics.InDom) []InDomRecord {
 	m := a.state().meta
-	out := make([]InDomRecord, 0, len(m.indoms[indom]))
 	for _, s := range m.indoms[indom] {
 		out = append(out, InDomRecord{Time: s.t, node: s.node, m: m})
 	}

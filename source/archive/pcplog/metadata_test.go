@@ -1,8 +1,6 @@
 package pcplog
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
 
 // TestInstancesAtMatchesPmdumplog compares the instance domain in force at

@@ -1,8 +1,6 @@
 package pcplog
 
 import (
-	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
-
 	"fmt"
 	"math"
 	"os"
@@ -13,6 +11,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
 
 // TestReaderOnly checks that a filtered Reader returns exactly the wanted
