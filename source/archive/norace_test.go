@@ -1,5 +1,0 @@
-//go:build !race
-
-package archive
-
-const raceEnabled = false

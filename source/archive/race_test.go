@@ -1,6 +1,0 @@
-//go:build race
-
-package archive
-
-// raceEnabled: the tests run under the race detector (about 5x slower).
-const raceEnabled = true
