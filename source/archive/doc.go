@@ -5,11 +5,14 @@
 // index, volumes, records) is package pcplog's; this package reads it
 // through pcplog's API only.
 //
-// A Replay's state is held by its phases, each a type owning its own:
-// bounds (each metric's prior and next values), window (the records read
-// and not yet applied), pacing (dense or sparse reading) and positioning
-// (where to start reading for a time). Replay.Fetch is a short sequence of
-// phase calls (see Fetch).
+// A Replay's state is grouped by phase, each a type of its own: bounds
+// (each metric's prior and next values), window (the records read and not
+// yet applied), pacing (dense or sparse reading) and positioning (where to
+// start reading for a time). What acts on one phase's state alone is a
+// method of that phase; what moves the read position and updates the
+// bounds from the records (roll, searchForward, updateBounds, position)
+// crosses phases and is Replay's. Replay.Fetch is a short sequence of
+// these calls.
 //
 // A Replay decodes every record it reads, ahead in one goroutine (see
 // prefetch), except when its fetches are several records apart: plain
