@@ -13,6 +13,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // TestInstanceNamesInForce: serve and OTLP label each value with the name
@@ -22,11 +23,11 @@ import (
 // TZ=UTC: /usr/bin/python3 ../pcp-corpus/tools/pmfetch_interp.py -a
 // buggy_archive -t 1 -S 110 filesys.used); id 1 was ocivolume-oled before.
 func TestInstanceNamesInForce(t *testing.T) {
-	a, err := archive.Open("../testdata/pcp-qa/buggy_archive")
+	a, err := pcplog.Open("../testdata/pcp-qa/buggy_archive")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{Interp: semantics.InterpPrior})
+	rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{Interp: semantics.InterpPrior})
 	if err != nil {
 		t.Fatal(err)
 	}

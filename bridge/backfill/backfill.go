@@ -25,7 +25,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Series is one time series: its labels, __name__ included, sorted by name.
@@ -104,7 +104,7 @@ func (o Outcome) rejected() int {
 type Options struct {
 	// Archives form one timeline (pmlogger's daily archives of a host), or
 	// are the archives of several hosts: see Run.
-	Archives []*archive.Archive
+	Archives []*pcplog.Archive
 	Mapper   *mapping.Mapper
 	// Step is the grid of interpolated samples; 0 writes every recorded
 	// value (raw).

@@ -9,7 +9,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // rawSource is what raw mode knows of the archive it reads: the families
@@ -31,11 +31,11 @@ type rawSource struct {
 // step mode), the instances named as at each record's time, and the
 // counter starts (bridge.CounterStart, each <mark> a new generation).
 func (r *run) raw(ctx context.Context) error {
-	as := append([]*archive.Archive(nil), r.opts.Archives...)
+	as := append([]*pcplog.Archive(nil), r.opts.Archives...)
 	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
 	for _, a := range as {
 		src := r.rawSource(a)
-		var rd *archive.Reader
+		var rd *pcplog.Reader
 		if !r.opts.Start.IsZero() {
 			rd = a.RecordsFrom(r.opts.Start)
 		} else {
@@ -48,7 +48,7 @@ func (r *run) raw(ctx context.Context) error {
 		if r.opts.Start.After(from) {
 			from = r.opts.Start
 		}
-		src.gen = archive.RunStart([]*archive.Archive{a}, from)
+		src.gen = pcplog.RunStart([]*pcplog.Archive{a}, from)
 		err := r.records(ctx, rd, src)
 		if rerr := rd.Err(); err == nil {
 			err = rerr
@@ -65,7 +65,7 @@ func (r *run) raw(ctx context.Context) error {
 }
 
 // rawSource maps an archive's metrics as step mode's Collector does.
-func (r *run) rawSource(a *archive.Archive) *rawSource {
+func (r *run) rawSource(a *pcplog.Archive) *rawSource {
 	metrics := a.Metrics()
 	target := r.opts.Mapper.TargetLabels(metrics, nil)
 	fams, skipped := r.opts.Mapper.MapSource(metrics, target, mapping.NewNamespace(r.targets...))
@@ -83,7 +83,7 @@ func (r *run) rawSource(a *archive.Archive) *rawSource {
 }
 
 // records writes the values of the records rd reads.
-func (r *run) records(ctx context.Context, rd *archive.Reader, src *rawSource) error {
+func (r *run) records(ctx context.Context, rd *pcplog.Reader, src *rawSource) error {
 	n := 0
 	for rd.Next() {
 		if n++; n%1024 == 0 && ctx.Err() != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // demoArchive is a 3-minute pmlogger recording of this project's corpus
@@ -97,15 +98,15 @@ func openArchivesOnce(f *onceFlags, o *opened, _ *slog.Logger) error {
 	if f.archives == nil || len(*f.archives) == 0 {
 		return nil
 	}
-	as, err := archive.OpenAll(*f.archives)
+	as, err := pcplog.OpenAll(*f.archives)
 	if err != nil {
 		return err
 	}
-	groups := [][]*archive.Archive{as}
+	groups := [][]*pcplog.Archive{as}
 	if f.apart {
 		groups = nil
 		for _, a := range as {
-			groups = append(groups, []*archive.Archive{a})
+			groups = append(groups, []*pcplog.Archive{a})
 		}
 	}
 	for _, g := range groups {
@@ -150,7 +151,7 @@ func extractDemo() (string, func(), error) {
 // timeline, from --replay.start at --replay.speed, with the derived
 // metrics outermost; the function returned closes the replay.
 func openReplay(f *serveFlags, replayed []string, loop bool, rule semantics.InterpRule, logger *slog.Logger) (bridge.Source, func(), error) {
-	as, err := archive.OpenAll(replayed)
+	as, err := pcplog.OpenAll(replayed)
 	if err != nil {
 		return bridge.Source{}, nil, err
 	}
