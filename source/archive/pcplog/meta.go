@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pcp-exporter/pcp-exporter/internal/pcpwire"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
@@ -33,77 +34,16 @@ const (
 
 const maxLabelsPerSet = 255
 
-// decoder is a sticky-error reader of one record held in memory. Offsets in
-// errors are file offsets (base + position).
-type decoder struct {
-	b    []byte
-	pos  int
-	base int64
-	file string
-	what string
-	err  error
-}
-
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = &FormatError{File: d.file, Off: d.base + int64(d.pos), Msg: d.what + ": " + fmt.Sprintf(format, args...)}
-	}
-}
-
-func (d *decoder) left() int { return len(d.b) - d.pos }
-
-func (d *decoder) u32() uint32 {
-	if d.err != nil {
-		return 0
-	}
-	if d.left() < 4 {
-		d.fail("record too short (need 4 bytes, %d left)", d.left())
-		return 0
-	}
-	v := be32(d.b[d.pos:])
-	d.pos += 4
-	return v
-}
-
-func (d *decoder) i32() int32 { return int32(d.u32()) }
-
-func (d *decoder) bytes(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > d.left() {
-		d.fail("length %d exceeds the %d bytes left in the record", n, d.left())
-		return nil
-	}
-	b := d.b[d.pos : d.pos+n]
-	d.pos += n
-	return b
-}
-
-// count reads an int32 count of items of at least size bytes each and checks
-// that they fit in the record, bounding any allocation by the record size.
-func (d *decoder) count(size int, what string) int {
-	n := d.i32()
-	if d.err != nil {
-		return 0
-	}
-	if n < 0 || int64(n)*int64(size) > int64(d.left()) {
-		d.pos -= 4
-		d.fail("%s %d does not fit in the %d bytes left", what, n, d.left())
-		return 0
-	}
-	return int(n)
-}
-
-func (d *decoder) stamp(v3 bool) time.Time {
+// stamp reads a record's timestamp: 12 bytes in v3, 8 in v2.
+func stamp(d *pcpwire.Decoder, v3 bool) time.Time {
 	if v3 {
-		b := d.bytes(12)
+		b := d.Bytes(12)
 		if b == nil {
 			return time.Time{}
 		}
 		return TimeV3(b)
 	}
-	b := d.bytes(8)
+	b := d.Bytes(8)
 	if b == nil {
 		return time.Time{}
 	}
@@ -315,29 +255,30 @@ func (m *meta) parse(file string, b []byte) (int, error) {
 		if t := int(int32(be32(rec[n-4:]))); t != n {
 			return pos, &FormatError{File: file, Off: off + int64(n) - 4, Msg: fmt.Sprintf("metadata record trailer length %d != header %d", t, n)}
 		}
-		d := &decoder{b: rec[:n-4], pos: 8, base: off, file: file}
+		d := pcpwire.NewDecoder(rec[:n-4], off, "record")
+		d.Skip(8)
 		typ := be32(rec[4:])
-		var err error
+		var what string
 		switch typ {
 		case typeDesc:
-			d.what = "desc record"
-			m.parseDesc(d)
+			what = "desc record"
+			m.parseDesc(&d)
 		case typeInDomV2, typeInDom, typeInDomDelta:
-			d.what = "indom record"
-			m.parseInDom(d, typ)
+			what = "indom record"
+			m.parseInDom(&d, typ)
 		case typeLabelV2, typeLabel:
-			d.what = "label record"
-			m.parseLabel(d, typ == typeLabel)
+			what = "label record"
+			m.parseLabel(&d, typ == typeLabel)
 		case typeText:
-			d.what = "text record"
-			m.parseText(d)
+			what = "text record"
+			m.parseText(&d)
 		default:
-			err = &FormatError{File: file, Off: off + 4, Msg: fmt.Sprintf("unknown metadata record type %d", typ)}
+			return pos, &FormatError{File: file, Off: off + 4, Msg: fmt.Sprintf("unknown metadata record type %d", typ)}
 		}
-		if err == nil {
-			err = d.err
-		}
-		if err != nil {
+		if err := d.Err(); err != nil {
+			if we, ok := err.(*pcpwire.Error); ok {
+				err = &FormatError{File: file, Off: we.Offset, Msg: what + ": " + we.Msg}
+			}
 			return pos, err
 		}
 		pos += n
@@ -345,27 +286,27 @@ func (m *meta) parse(file string, b []byte) (int, error) {
 	return pos, nil
 }
 
-func (m *meta) parseDesc(d *decoder) {
+func (m *meta) parseDesc(d *pcpwire.Decoder) {
 	var desc semantics.Desc
-	desc.PMID = semantics.PMID(d.u32())
-	desc.Type = semantics.Type(d.i32())
-	desc.InDom = semantics.InDom(d.u32())
-	desc.Sem = semantics.Sem(d.i32())
-	desc.Units = semantics.UnitsFromWord(d.u32())
-	nn := d.count(4, "number of names")
+	desc.PMID = semantics.PMID(d.U32())
+	desc.Type = semantics.Type(d.I32())
+	desc.InDom = semantics.InDom(d.U32())
+	desc.Sem = semantics.Sem(d.I32())
+	desc.Units = semantics.UnitsFromWord(d.U32())
+	nn := d.Count(4, "number of names")
 	names := make([]string, 0, nn)
-	for i := 0; i < nn && d.err == nil; i++ {
-		l := d.i32()
-		name := d.bytes(int(l))
+	for i := 0; i < nn && d.Err() == nil; i++ {
+		l := d.I32()
+		name := d.Bytes(int(l))
 		if i := bytes.IndexByte(name, 0); i >= 0 {
 			name = name[:i] // libpcp's names end at the first NUL
 		}
-		if d.err == nil && len(name) == 0 {
-			d.fail("empty metric name")
+		if d.Err() == nil && len(name) == 0 {
+			d.Fail(d.Pos(), "empty metric name")
 		}
 		names = append(names, string(name))
 	}
-	if d.err != nil {
+	if d.Err() != nil {
 		return
 	}
 	mi := m.descs[desc.PMID]
@@ -386,24 +327,23 @@ func (m *meta) parseDesc(d *decoder) {
 	m.descs[desc.PMID] = mi
 }
 
-func (m *meta) parseInDom(d *decoder, typ uint32) {
-	t := d.stamp(typ != typeInDomV2)
-	indom := semantics.InDom(d.u32())
-	n := d.count(8, "number of instances")
-	if d.err != nil {
+func (m *meta) parseInDom(d *pcpwire.Decoder, typ uint32) {
+	t := stamp(d, typ != typeInDomV2)
+	indom := semantics.InDom(d.U32())
+	n := d.Count(8, "number of instances")
+	if d.Err() != nil {
 		return
 	}
-	idsOff := d.pos
-	ids := d.bytes(4 * n)
-	idx := d.bytes(4 * n)
-	strs := d.b[d.pos:]
+	idsOff := d.Pos()
+	ids := d.Bytes(4 * n)
+	idx := d.Bytes(4 * n)
+	strs := d.Buf()[d.Pos():]
 	insts := make([]source.Instance, n)
 	del := make([]bool, n)
 	for i := 0; i < n; i++ {
 		insts[i].ID = int32(be32(ids[4*i:]))
 		if insts[i].ID < 0 {
-			d.pos = idsOff + 4*i
-			d.fail("negative instance id %d", insts[i].ID)
+			d.Fail(idsOff+4*i, "negative instance id %d", insts[i].ID)
 			return
 		}
 		si := int32(be32(idx[4*i:]))
@@ -412,12 +352,12 @@ func (m *meta) parseInDom(d *decoder, typ uint32) {
 			continue
 		}
 		if si < 0 || int(si) >= len(strs) {
-			d.fail("instance %d: name offset %d outside the %d-byte string table", insts[i].ID, si, len(strs))
+			d.Fail(d.Pos(), "instance %d: name offset %d outside the %d-byte string table", insts[i].ID, si, len(strs))
 			return
 		}
 		e := bytes.IndexByte(strs[si:], 0)
 		if e < 0 {
-			d.fail("instance %d: name at offset %d is not NUL terminated", insts[i].ID, si)
+			d.Fail(d.Pos(), "instance %d: name at offset %d is not NUL terminated", insts[i].ID, si)
 			return
 		}
 		insts[i].Name = string(strs[si : int(si)+e])
@@ -436,8 +376,7 @@ func (m *meta) parseInDom(d *decoder, typ uint32) {
 			}
 		}
 		if prev == nil {
-			d.pos = 8
-			d.fail("delta for indom %s without an earlier full record", indom)
+			d.Fail(8, "delta for indom %s without an earlier full record", indom)
 			return
 		}
 		ops := make([]deltaOp, n)
@@ -649,38 +588,36 @@ func sameInsts(a, b []source.Instance) bool {
 	return true
 }
 
-func (m *meta) parseLabel(d *decoder, v3 bool) {
-	t := d.stamp(v3)
-	typ := semantics.LabelType(d.u32())
-	ident := d.u32()
-	nsets := d.count(12, "number of label sets")
-	if d.err != nil {
+func (m *meta) parseLabel(d *pcpwire.Decoder, v3 bool) {
+	t := stamp(d, v3)
+	typ := semantics.LabelType(d.U32())
+	ident := d.U32()
+	nsets := d.Count(12, "number of label sets")
+	if d.Err() != nil {
 		return
 	}
 	rec := labelRec{t: t, sets: make([]instLabels, 0, nsets)}
-	for i := 0; i < nsets && d.err == nil; i++ {
-		inst := d.u32()
-		jl := d.i32()
-		if d.err == nil && (jl < 0 || jl > 65535) {
-			d.pos -= 4
-			d.fail("label set JSON length %d out of range", jl)
+	for i := 0; i < nsets && d.Err() == nil; i++ {
+		inst := d.U32()
+		jl := d.I32()
+		if d.Err() == nil && (jl < 0 || jl > 65535) {
+			d.Fail(d.Pos()-4, "label set JSON length %d out of range", jl)
 			return
 		}
-		setOff := d.pos
-		js := d.bytes(int(jl))
-		nl := d.i32()
-		if d.err != nil {
+		setOff := d.Pos()
+		js := d.Bytes(int(jl))
+		nl := d.I32()
+		if d.Err() != nil {
 			return
 		}
 		if nl > maxLabelsPerSet {
-			d.pos -= 4
-			d.fail("%d labels in a set (at most %d)", nl, maxLabelsPerSet)
+			d.Fail(d.Pos()-4, "%d labels in a set (at most %d)", nl, maxLabelsPerSet)
 			return
 		}
 		var idx []semantics.LabelIndex
 		if nl > 0 {
-			raw := d.bytes(8 * int(nl))
-			if d.err != nil {
+			raw := d.Bytes(8 * int(nl))
+			if d.Err() != nil {
 				return
 			}
 			idx = make([]semantics.LabelIndex, nl)
@@ -697,13 +634,12 @@ func (m *meta) parseLabel(d *decoder, v3 bool) {
 		}
 		ls, err := semantics.LabelSetFromJSONB(js, idx)
 		if err != nil {
-			d.pos = setOff
-			d.fail("%v", err)
+			d.Fail(setOff, "%v", err)
 			return
 		}
 		rec.sets = append(rec.sets, instLabels{inst: inst, labels: ls})
 	}
-	if d.err != nil {
+	if d.Err() != nil {
 		return
 	}
 	k := labelKey{typ, ident}
@@ -716,13 +652,13 @@ func (m *meta) parseLabel(d *decoder, v3 bool) {
 	m.labels[k] = nr
 }
 
-func (m *meta) parseText(d *decoder) {
-	tt := d.i32()
-	ident := d.u32()
-	if d.err != nil {
+func (m *meta) parseText(d *pcpwire.Decoder) {
+	tt := d.I32()
+	ident := d.U32()
+	if d.Err() != nil {
 		return
 	}
-	rest := d.b[d.pos:]
+	rest := d.Buf()[d.Pos():]
 	if i := bytes.IndexByte(rest, 0); i >= 0 {
 		rest = rest[:i]
 	}
