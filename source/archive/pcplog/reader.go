@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pcp-exporter/pcp-exporter/internal/pcpwire"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
@@ -644,6 +645,10 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		return r.ferr(off+int64(p)-4, "numpmid %d does not fit in the %d-byte record", np, n)
 	}
 	out.First = semantics.PMID(be32(rec[p:]))
+	d := pcpwire.NewDecoder(rec[:end], off, "record")
+	d.Skip(p)
+	bl := pcpwire.Blocks{Shift: -8, Lo: r.hdrSize}
+	var vs pcpwire.ValueSet
 	m := r.a.state().meta
 	vals := rb.vals[:0]
 	starts := rb.starts[:0]
@@ -672,19 +677,19 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		i := j
 		if fast {
 			i = int(r.keptAt[j])
-			p = int(r.layout[i])
+			d.Seek(uint64(r.layout[i]))
 		} else if r.keep != nil {
+			p = d.Pos()
 			r.layout = append(r.layout, int32(p))
 			if end-p >= 8 {
 				r.layWant = append(r.layWant, binary.BigEndian.Uint64(rec[p:]))
 			}
 		}
-		if end-p < 8 {
-			return r.ferr(off+int64(p), "value set %d of %d truncated", i, np)
+		d.ValueSet(&vs, i, int(np))
+		if d.Err() != nil {
+			return r.wireErr(d.Err())
 		}
-		pmid := semantics.PMID(be32(rec[p:]))
-		numval := int32(be32(rec[p+4:]))
-		p += 8
+		pmid, numval := vs.PMID, vs.NumVal
 		if r.keep != nil {
 			// records repeat their layout: the metric at this position
 			// was asked about before, most of the time
@@ -692,33 +697,23 @@ func (r *Reader) decode(rec []byte, off int64) error {
 			if !k.valid || k.pmid != pmid {
 				*k = keepCache{pmid: pmid, keep: r.keep(pmid), valid: true}
 			}
-			if !k.keep { // not wanted: skipped undecoded, still checked
-				if numval > 0 {
-					if int(numval) > (end-p-4)/8 {
-						return r.ferr(off+int64(p)-4, "numval %d of %s does not fit in the record", numval, pmid)
-					}
-					p += 4 + 8*int(numval)
-				}
+			if !k.keep { // not wanted: skipped undecoded (ValueSet checked it)
 				continue
 			}
 		}
-		vs := source.ValueSet{PMID: pmid}
+		set := source.ValueSet{PMID: pmid}
 		starts = append(starts, len(vals))
 		if numval < 0 {
-			vs.Err = r.errOf(numval)
-			out.Sets = append(out.Sets, vs)
+			set.Err = r.errOf(numval)
+			out.Sets = append(out.Sets, set)
 			continue
 		}
 		if numval == 0 {
-			out.Sets = append(out.Sets, vs)
+			out.Sets = append(out.Sets, set)
 			continue
 		}
-		if int(numval) > (end-p-4)/8 {
-			return r.ferr(off+int64(p)-4, "numval %d of %s does not fit in the record", numval, pmid)
-		}
-		valfmt := be32(rec[p:])
-		vs.ValFmt = uint8(valfmt) // checked below
-		p += 4
+		valfmt := vs.ValFmt
+		set.ValFmt = uint8(valfmt) // checked below
 		tc := &r.types[i]
 		typ := tc.typ
 		if !tc.valid || tc.pmid != pmid || typ == -2 {
@@ -738,24 +733,22 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		}
 		vals = vals[:base+nv]
 		dst := vals[base:]
-		vl := rec[p : p+8*nv]
-		p += 8 * nv
 		if typ != -2 && !EncodingFits(valfmt, typ) {
 			// libpcp refuses the values (see ErrEncoding)
 			vals = vals[:base]
-			vs.Err = ErrEncoding
-			out.Sets = append(out.Sets, vs)
+			set.Err = ErrEncoding
+			out.Sets = append(out.Sets, set)
 			continue
 		}
 		switch valfmt {
 		case semantics.ValInsitu:
-			decodeInsitu(dst, vl, typ)
+			pcpwire.Insitu(dst, vs.Pairs, typ)
 		case semantics.ValDptr, semantics.ValSptr:
 			r.setBytes = false
-			if err := r.decodeBlocks(dst, vl, typ, rec[:end], off, p-8*nv, pmid); err == errRefused {
+			if err := r.decodeBlocks(dst, &d, &vs, &bl, typ); err == errRefused {
 				vals = vals[:base]
-				vs.Err = ErrValueBlock
-				out.Sets = append(out.Sets, vs)
+				set.Err = ErrValueBlock
+				out.Sets = append(out.Sets, set)
 				continue
 			} else if err != nil {
 				return err
@@ -764,12 +757,12 @@ func (r *Reader) decode(rec []byte, off int64) error {
 				rb.byteSets = append(rb.byteSets, len(out.Sets))
 			}
 		default:
-			return r.ferr(off+int64(p-8*nv)-4, "unknown value format %d of %s", valfmt, pmid)
+			return r.ferr(off+int64(vs.PairsAt)-4, "unknown value format %d of %s", valfmt, pmid)
 		}
-		out.Sets = append(out.Sets, vs)
+		out.Sets = append(out.Sets, set)
 	}
 	if r.keep != nil && !fast {
-		r.layout = append(r.layout, int32(p))
+		r.layout = append(r.layout, int32(d.Pos()))
 		r.layN = int(np)
 		r.keptAt = r.keptAt[:0]
 		for i := 0; i < int(np); i++ {
@@ -812,49 +805,18 @@ func (r *Reader) sameLayout(rec []byte, np int) bool {
 	return diff == 0
 }
 
-// decodeInsitu decodes {inst, value} pairs whose value is the datum itself.
-func decodeInsitu(dst []source.InstValue, vl []byte, typ semantics.Type) {
-	switch typ {
-	case semantics.TypeU32:
-		for j := range dst {
-			w := vl[8*j : 8*j+8]
-			d := &dst[j]
-			d.Inst = int32(be32(w))
-			d.Value.SetNumeric(semantics.TypeU32, uint64(be32(w[4:])))
-		}
-	case semantics.Type32:
-		for j := range dst {
-			w := vl[8*j : 8*j+8]
-			d := &dst[j]
-			d.Inst = int32(be32(w))
-			d.Value.SetNumeric(semantics.Type32, uint64(int64(int32(be32(w[4:])))))
-		}
-	default:
-		for j := range dst {
-			w := vl[8*j : 8*j+8]
-			dst[j] = source.InstValue{Inst: int32(be32(w)), Value: semantics.InsituValue(typ, be32(w[4:]))}
-		}
-	}
-}
-
-// decodeBlocks decodes {inst, pointer} pairs whose values are pmValueBlocks
-// of the record body rec (the record without its trailer). vlOff is the
-// offset of vl in the record, for errors.
-func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.Type, rec []byte, off int64, vlOff int, pmid semantics.PMID) error {
-	lo := int64(r.hdrSize)
-	hi := int64(len(rec) - 4)
+// decodeBlocks decodes the {inst, pointer} pairs of vs, whose values are
+// pmValueBlocks of the record body d decodes (the record without its
+// trailer), located and checked by bl.
+func (r *Reader) decodeBlocks(dst []source.InstValue, d *pcpwire.Decoder, vs *pcpwire.ValueSet, bl *pcpwire.Blocks, typ semantics.Type) error {
+	rec, off, pmid := d.Buf(), r.out.rec.Off, vs.PMID
 	for j := range dst {
-		w := vl[8*j : 8*j+8]
-		bo := int64(be32(w[4:]))*4 - 8
-		if bo < lo || bo > hi {
-			return r.ferr(off+int64(vlOff+8*j+4), "value block offset %d of %s outside the record", bo, pmid)
+		hdr, bo := d.Block(vs, j, bl)
+		if bo < 0 {
+			return r.wireErr(d.Err())
 		}
 		b := rec[bo:]
-		hdr := be32(b)
 		vlen := int(hdr & 0xffffff)
-		if vlen < 4 || vlen > len(b) {
-			return r.ferr(off+bo, "value block length %d of %s outside the record", vlen, pmid)
-		}
 		payload := b[4:vlen]
 		t := typ
 		if t == -2 {
@@ -869,17 +831,17 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.T
 				payload = b[4 : 4+n]
 			}
 		}
-		d := &dst[j]
-		d.Inst = int32(be32(w))
+		v := &dst[j]
+		v.Inst = int32(be32(vs.Pairs[8*j:]))
 		switch {
 		case (t == semantics.TypeU64 || t == semantics.Type64 || t == semantics.TypeDouble) && len(payload) >= 8:
-			d.Value.SetNumeric(t, binary.BigEndian.Uint64(payload))
+			v.Value.SetNumeric(t, binary.BigEndian.Uint64(payload))
 		default:
 			val, ok := semantics.BlockValue(t, payload)
 			if !ok {
-				return r.ferr(off+bo, "value block of %d bytes too short for type %s of %s", vlen-4, t, pmid)
+				return r.ferr(off+int64(bo), "value block of %d bytes too short for type %s of %s", vlen-4, t, pmid)
 			}
-			d.Value = val
+			v.Value = val
 			if !t.IsNumeric() {
 				r.out.bytes = true
 				r.setBytes = true
@@ -887,6 +849,15 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.T
 		}
 	}
 	return nil
+}
+
+// wireErr turns a decoding error of the record (a *pcpwire.Error) into a
+// FormatError of the volume.
+func (r *Reader) wireErr(err error) error {
+	if we, ok := err.(*pcpwire.Error); ok {
+		return &FormatError{File: r.vol.s.path, Off: we.Offset, Msg: we.Msg}
+	}
+	return err
 }
 
 func (r *Reader) errOf(code int32) error {
