@@ -50,9 +50,15 @@ freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 
 # every top-level subtree pmcd serves but mmv (event.* are libpcp's own)
 subtrees=$(PCP_DERIVED_CONFIG='' pminfo | cut -d. -f1 | sort -u | grep -vx 'mmv\|event' | paste -sd,)
 p1=$(freeport) p2=$(freeport)
-"$work/pcp-exporter" serve --pmcd=127.0.0.1 --pmcd.metrics=-mmv --naming=pmproxy --web.listen-address=127.0.0.1:"$p1" --log.level=info > "$work/e1.log" 2>&1 &
+# every metric: what the lean default leaves out turned on (the PMIDs
+# libpcp_fetch.py fetches; checked below against the exporter's count)
+with=()
+for n in proc hotproc acct pmcd.client pmcd.pmlogger pmcd.pmie mem.slabinfo mem.zoneinfo mem.buddyinfo mem.numa kernel.percpu.interrupts instant-strings; do
+	with+=(--mapping.with="$n")
+done
+"$work/pcp-exporter" serve --pmcd=127.0.0.1 --pmcd.metrics=-mmv "${with[@]}" --naming=pmproxy --web.listen-address=127.0.0.1:"$p1" --log.level=info > "$work/e1.log" 2>&1 &
 e1=$!
-"$work/pcp-exporter" serve --pmcd=local: --pmcd.metrics=-mmv --naming=pmproxy --web.listen-address=127.0.0.1:"$p2" --log.level=info > "$work/e2.log" 2>&1 &
+"$work/pcp-exporter" serve --pmcd=local: --pmcd.metrics=-mmv "${with[@]}" --naming=pmproxy --web.listen-address=127.0.0.1:"$p2" --log.level=info > "$work/e2.log" 2>&1 &
 e2=$!
 # libpcp's client: one pmFetch per line written to it, its time read back
 coproc LIBPCP { exec "$PYTHON" "$here/libpcp_fetch.py"; }
@@ -66,7 +72,13 @@ while read -r -u "${LIBPCP[0]}" w d n c; do
 	ready) break ;;
 	esac
 done
-sleep 3
+# the exporters have read pmcd's metadata (up to 3 minutes at load)
+for p in "$p1" "$p2"; do
+	for _ in $(seq 180); do
+		curl -s "http://127.0.0.1:$p/metrics" | grep -q '^pcp_exporter_metrics_exported{.*} [1-9]' && break
+		sleep 1
+	done
+done
 load0=$(cut -d" " -f1-3 /proc/loadavg)
 pmcd=$(cat /run/pcp/pmcd.pid 2>/dev/null || pgrep -x pmcd | head -1)
 pmproxy=$(pgrep -x pmproxy | head -1)
@@ -128,7 +140,9 @@ for i in 0 1 2 3 4; do
 		"$(cpu "${pmcdT[$i]}")" "$(cpu "${serverT[$i]}")"
 	eval "wall_$i=$(med "$r" 1)"
 done
-echo "(libpcp rows: one pmFetch of the same $npmids PMIDs our scrape fetches; samples = PMIDs, bytes not measured)"
+exported=$(awk '/^pcp_exporter_metrics_exported/ {print $NF}' "$work/ours_tcp.txt")
+echo "(libpcp rows: one pmFetch of the same $npmids PMIDs our scrape fetches ($exported metrics exported over TCP); samples = PMIDs, bytes not measured)"
+[[ $exported == "$npmids" ]] || echo "WARNING: ours_tcp exports $exported metrics, libpcp fetches $npmids PMIDs: not the same fetch"
 printf '%-28s %7s %10s %10s\n' "one pmFetch per PMDA" "pmids" "tcp s" "unix s"
 for d in "${doms[@]}"; do
 	printf '%-28s %7d %10.4f %10.4f\n' "${agent[$d]} ($d)" "${dompmids[$d]}" "$(med "$work/tcp-$d.rows" 1)" "$(med "$work/unix-$d.rows" 1)"
