@@ -166,8 +166,15 @@ type valueVisitor func(s *sourceState, i int, f *mapping.Family, iv source.InstV
 // sources are opened once, and one reading gives the metric set, the
 // values and the instances.
 func (c *Collector) read(now time.Time, sel *Selection, otel bool, visit valueVisitor) {
-	allOK := true
 	c.loadMetrics()
+	c.readLoaded(now, sel, otel, visit)
+}
+
+// readLoaded is read right after loadMetrics (the fast path loads the
+// metrics first to know whether families are merged: loading them twice
+// would hash the metric sets twice).
+func (c *Collector) readLoaded(now time.Time, sel *Selection, otel bool, visit valueVisitor) {
+	allOK := true
 	for _, s := range c.sources {
 		start := time.Now()
 		err := c.readSource(s, now, sel, otel, visit)
