@@ -149,7 +149,7 @@ for i in 0 1 2 3 4; do
 		"$(cpu "${pmcdT[$i]}")" "$(cpu "${serverT[$i]}")"
 	eval "wall_$i=$(med "$r" 1)"
 done
-exported=$(awk '/^pcp_exporter_metrics_exported/ {print $NF}' "$work/ours_tcp.txt")
+exported=$(awk '/^pcp_exporter_metrics_exported/ {printf "%d", $NF}' "$work/ours_tcp.txt")
 echo "(libpcp rows: one pmFetch of the same $npmids PMIDs our scrape fetches ($exported metrics exported over TCP); samples = PMIDs, bytes not measured)"
 [[ $exported == "$npmids" ]] || echo "WARNING: ours_tcp exports $exported metrics, libpcp fetches $npmids PMIDs: not the same fetch"
 printf '%-28s %7s %10s %10s\n' "one pmFetch per PMDA" "pmids" "tcp s" "unix s"
