@@ -10,8 +10,10 @@
 #            metric of W2 at 100 ms; every metric of the 1 GB long archive at 1 s
 #   backfill W2 at a 1 s step into TSDB blocks
 #   scrape   W1 (100,000 MMV values, bench/scrape/mmvwriter.c) with
-#            Prometheus's Accept header and gzip, from two exporters serving
-#            the same file (latency; exporter CPU per scrape from /proc; peak RSS)
+#            Prometheus's Accept header and gzip, and as plain text, from two
+#            exporters serving the same file; then every metric of the local
+#            pmcd over TCP (as bench/pmcd/run.sh) as Prometheus asks (latency; exporter CPU per
+#            scrape from /proc; peak RSS)
 # Every workload's output is compared between the builds first (cmp; the
 # blocks by their sample count), so a speed-up never hides a change.
 # usage: bench/compare.sh BASE [OUTPUT]   (env: W2_DIR, RUNS (default 11))
@@ -138,27 +140,59 @@ done
 accept='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
 hz=$(getconf CLK_TCK)
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-echo "running: scrape" >&2
-for b in base head; do
-	: > "$w/s.$b"
-	curl -s -o /dev/null -H "Accept: $accept" -H 'Accept-Encoding: gzip' "${url[$b]}"
-done
-for _ in $(seq 1 $((RUNS * 3))); do
+hwm() { awk '/VmHWM/{print $2}' "/proc/$1/status"; }
+# scrapes LABEL ACCEPT GZIP: RUNS*3 scrapes of each build's url in turns,
+# as ACCEPT asks, gzip-compressed if GZIP is 1; a row of medians (latency,
+# the exporter's CPU per scrape) and the exporters' peak RSS so far
+scrapes() {
+	local label=$1 acc=$2 gz=$3 b t0 t1 l
+	local -a hdr=(-H "Accept: $acc")
+	[[ $gz == 1 ]] && hdr+=(-H 'Accept-Encoding: gzip')
+	echo "running: $label" >&2
 	for b in base head; do
-		t0=$(ticks "${spid[$b]}")
-		l=$(curl -s -o "$w/body.$b" -w '%{time_total}' -H "Accept: $accept" -H 'Accept-Encoding: gzip' "${url[$b]}")
-		t1=$(ticks "${spid[$b]}")
-		echo "$l $(awk -v d=$((t1 - t0)) -v hz="$hz" 'BEGIN{print d/hz}') $(gzip -dc "$w/body.$b" | grep -vc '^#')" >> "$w/s.$b"
+		: > "$w/s.$b"
+		curl -s -o /dev/null "${hdr[@]}" "${url[$b]}"
+	done
+	for _ in $(seq 1 $((RUNS * 3))); do
+		for b in base head; do
+			t0=$(ticks "${spid[$b]}")
+			l=$(curl -s -o "$w/body.$b" -w '%{time_total}' "${hdr[@]}" "${url[$b]}")
+			t1=$(ticks "${spid[$b]}")
+			if [[ $gz == 1 ]]; then gzip -dc "$w/body.$b" > "$w/plain.$b"; else cp "$w/body.$b" "$w/plain.$b"; fi
+			echo "$l $(awk -v d=$((t1 - t0)) -v hz="$hz" 'BEGIN{print d/hz}') $(grep -vc '^#' "$w/plain.$b")" >> "$w/s.$b"
+			sleep 0.2
+		done
+	done
+	rows+=("$(printf '%-40s %9.4f %9.4f %7.3f %8.3f %8.3f %9.1f %9.1f' "$label" \
+		"$(med "$w/s.base" 1)" "$(med "$w/s.head" 1)" \
+		"$(awk -v a="$(med "$w/s.base" 1)" -v b="$(med "$w/s.head" 1)" 'BEGIN{print b/a}')" \
+		"$(med "$w/s.base" 2)" "$(med "$w/s.head" 2)" \
+		"$(awk -v k="$(hwm "${spid[base]}")" 'BEGIN{print k/1024}')" "$(awk -v k="$(hwm "${spid[head]}")" 'BEGIN{print k/1024}')")")
+	[[ $(med "$w/s.base" 3) == "$(med "$w/s.head" 3)" ]] || echo "($label: samples differ: $(med "$w/s.base" 3) against $(med "$w/s.head" 3))" >> "$w/notes"
+}
+scrapes "scrape: W1 100k values, OpenMetrics gzip" "$accept" 1
+scrapes "scrape: W1 100k values, text" 'text/plain;version=0.0.4' 0
+
+# pmcd: every metric of the local pmcd over TCP but mmv's (what the lean
+# default leaves out turned on, as bench/pmcd/run.sh asks), by both builds
+with=()
+for n in proc hotproc acct pmcd.client pmcd.pmlogger pmcd.pmie mem.slabinfo mem.zoneinfo mem.buddyinfo mem.numa kernel.percpu.interrupts instant-strings; do
+	with+=(--mapping.with="$n")
+done
+for b in base head; do
+	kill "${spid[$b]}" 2>/dev/null || true
+	port=$(freeport)
+	"$w/$b" serve --pmcd=127.0.0.1 --pmcd.metrics=-mmv "${with[@]}" --naming=pmproxy --web.listen-address="127.0.0.1:$port" --log.level=warn >> "$w/exporter.log" 2>&1 &
+	spid[$b]=$!
+	pids+=($!)
+	url[$b]="http://127.0.0.1:$port/metrics"
+	# up, and its metadata read (kernel.all.load served)
+	for _ in $(seq 1 300); do
+		curl -s "${url[$b]}" | grep -q '^kernel_all_load{' && break
 		sleep 0.2
 	done
 done
-hwm() { awk '/VmHWM/{print $2}' "/proc/$1/status"; }
-rows+=("$(printf '%-40s %9.4f %9.4f %7.3f %8.3f %8.3f %9.1f %9.1f' "scrape: W1 100k values, OpenMetrics gzip" \
-	"$(med "$w/s.base" 1)" "$(med "$w/s.head" 1)" \
-	"$(awk -v a="$(med "$w/s.base" 1)" -v b="$(med "$w/s.head" 1)" 'BEGIN{print b/a}')" \
-	"$(med "$w/s.base" 2)" "$(med "$w/s.head" 2)" \
-	"$(awk -v k="$(hwm "${spid[base]}")" 'BEGIN{print k/1024}')" "$(awk -v k="$(hwm "${spid[head]}")" 'BEGIN{print k/1024}')")")
-[[ $(med "$w/s.base" 3) == "$(med "$w/s.head" 3)" ]] || echo "(scrape samples differ: $(med "$w/s.base" 3) against $(med "$w/s.head" 3))" >> "$w/notes"
+scrapes "scrape: pmcd every metric (TCP), OM gzip" "$accept" 1
 
 {
 	echo "bench/compare.sh $base: base $rev against head $head, RUNS=$RUNS (scrape: $((RUNS * 3)) scrapes each), $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"

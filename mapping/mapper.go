@@ -165,6 +165,8 @@ type Mapper struct {
 	named     map[string]bool
 	with      map[string]bool
 	selection func(string) bool
+	// opts are the options the Mapper was made with (WithNaming)
+	opts Options
 }
 
 // Options are the settings of a Mapper besides its configuration file.
@@ -190,7 +192,7 @@ type Options struct {
 
 // New returns a Mapper for a configuration (nil for the defaults).
 func New(cfg *Config, opts Options) (*Mapper, error) {
-	m := &Mapper{}
+	m := &Mapper{opts: opts}
 	if cfg != nil {
 		m.cfg = *cfg
 	}
@@ -231,6 +233,17 @@ func New(cfg *Config, opts Options) (*Mapper, error) {
 
 // Naming returns the mapper's naming.
 func (m *Mapper) Naming() Naming { return m.naming }
+
+// WithNaming is a Mapper of the same configuration and options but naming
+// n (a /probe module's naming).
+func (m *Mapper) WithNaming(n Naming) (*Mapper, error) {
+	if n == m.naming {
+		return m, nil
+	}
+	o := m.opts
+	o.Naming = &n
+	return New(&m.cfg, o)
+}
 
 // Selected reports whether the include/exclude patterns keep a PCP name.
 func (m *Mapper) Selected(name string) bool {

@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/source/pmcd"
 )
 
@@ -27,6 +28,7 @@ import (
 //	    sasl: {mechanism: scram-sha-256, username: pcpmon, password_file: /etc/pcp-exporter/pw}
 //	modules:
 //	  default: {metrics: [kernel, mem, disk, network, pmcd]}
+//	  node: {naming: node}
 //	probe:
 //	  allow: [10.0.0.0/8, db1.example.com, "unix:/run/pcp/pmcd.socket"]
 //	  max_targets: 2000
@@ -70,10 +72,13 @@ type SASL struct {
 	PasswordEnv  string `yaml:"password_env"`
 }
 
-// Module selects the metrics of a probe.
+// Module selects the metrics of a probe and how they are named.
 type Module struct {
 	// Metrics are --pmcd.metrics patterns (default: all).
 	Metrics []string `yaml:"metrics"`
+	// Naming is the module's naming profile, as serve's --naming: default,
+	// pmproxy, node or hostmetrics (default: serve's).
+	Naming string `yaml:"naming"`
 	// Timeout bounds a probe (default 10 s; the scrape timeout Prometheus
 	// sends is used when shorter).
 	Timeout time.Duration `yaml:"timeout"`
@@ -125,6 +130,11 @@ func Load(file string) (*Config, error) {
 	for name, m := range c.Modules {
 		if _, err := pmcd.ParseSelection(m.Metrics); err != nil {
 			return nil, fmt.Errorf("%s: module %q: %v", file, name, err)
+		}
+		if m.Naming != "" {
+			if _, err := mapping.ParseNaming(m.Naming); err != nil {
+				return nil, fmt.Errorf("%s: module %q: %v", file, name, err)
+			}
 		}
 	}
 	c.secs = map[string]*pmcd.Security{}

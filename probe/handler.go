@@ -26,6 +26,9 @@ import (
 type Handler struct {
 	mapper *mapping.Mapper
 	log    *slog.Logger
+	// mappers are the modules' namings' mappers (mapperOf), made from
+	// mapper when first used (under mu)
+	mappers map[mapping.Naming]*mapping.Mapper
 
 	mu    sync.Mutex
 	cfg   *Config
@@ -218,23 +221,51 @@ func (h *Handler) get(k key, sec *pmcd.Security, mod Module, timeout time.Durati
 		old.src.Close()
 		delete(h.pool, oldest)
 	}
+	mapper, err := h.mapperOf(mod)
+	if err != nil {
+		return nil, err
+	}
 	sel, _ := pmcd.ParseSelection(mod.Metrics)
 	if len(sel.Include) == 0 {
 		// what the mapping leaves out is not read either (proc's
 		// metadata is most of a pmcd's), as serve's --pmcd does
-		sel.Exclude = append(sel.Exclude, h.mapper.UnreadSubtrees()...)
+		sel.Exclude = append(sel.Exclude, mapper.UnreadSubtrees()...)
 	}
 	// pmcds differing only in their context labels (hostname, machineid)
 	// share their metadata when these go only into target_info
-	src, err := pmcd.New(k.target, pmcd.Options{Selection: sel, Timeout: timeout, Security: sec, Logger: h.log, ContextApart: h.mapper.ContextOnTargetOnly()})
+	src, err := pmcd.New(k.target, pmcd.Options{Selection: sel, Timeout: timeout, Security: sec, Logger: h.log, ContextApart: mapper.ContextOnTargetOnly()})
 	if err != nil {
 		return nil, err
 	}
 	e := &entry{src: src, used: time.Now(), busy: 1}
-	e.col = bridge.New(h.mapper, h.log, bridge.Source{Name: "pmcd " + k.target, Src: src})
+	e.col = bridge.New(mapper, h.log, bridge.Source{Name: "pmcd " + k.target, Src: src})
 	h.pool[k] = e
 	h.conns++
 	return e, nil
+}
+
+// mapperOf is the mapper of mod's naming (serve's when it has none);
+// under h.mu.
+func (h *Handler) mapperOf(mod Module) (*mapping.Mapper, error) {
+	if mod.Naming == "" {
+		return h.mapper, nil
+	}
+	n, err := mapping.ParseNaming(mod.Naming)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := h.mappers[n]; ok {
+		return m, nil
+	}
+	m, err := h.mapper.WithNaming(n)
+	if err != nil {
+		return nil, err
+	}
+	if h.mappers == nil {
+		h.mappers = map[mapping.Naming]*mapping.Mapper{}
+	}
+	h.mappers[n] = m
+	return m, nil
 }
 
 func (h *Handler) release(e *entry) {
@@ -260,6 +291,7 @@ func (h *Handler) Reconfigure(mapper *mapping.Mapper, _ []source.Source) error {
 	}
 	h.mu.Lock()
 	h.mapper = mapper
+	h.mappers = nil
 	h.mu.Unlock()
 	h.Reload(cfg)
 	return nil

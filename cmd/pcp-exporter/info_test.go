@@ -70,6 +70,7 @@ func TestCommandErrors(t *testing.T) {
 // archives and compares the derived metrics' descriptors with pminfo -dmT's
 // answers (PMID, type, semantics, units, indom).
 func TestInfoDerivedMatchesPminfo(t *testing.T) {
+	t.Parallel()
 	typeWord := map[string]string{"32-bit int": "32", "32-bit unsigned int": "u32", "64-bit int": "64", "64-bit unsigned int": "u64", "float": "float", "double": "double", "string": "string"}
 	b, err := os.ReadFile(filepath.Join(corpus, "manifest.tsv"))
 	if err != nil {

@@ -50,6 +50,7 @@ const oneReadingMapping = `rename:
 // shared reading the backfill sent the PCP name instead of the rename, and
 // with --naming pmproxy raw Kbyte values without a unit.
 func TestOTLPPushBackfillAndScrapeAgree(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mapFile := filepath.Join(dir, "mapping.yml")
 	if err := os.WriteFile(mapFile, []byte(oneReadingMapping), 0o644); err != nil {
@@ -278,6 +279,7 @@ func mappings(t *testing.T, pid int, dir string) int {
 // The code before the shared reading opened every source a second time for
 // the push, and pushed each source as a resource of its own.
 func TestServePushOpensEachSourceOnce(t *testing.T) {
+	t.Parallel()
 	localPMCD(t, "127.0.0.1").Close() // skips without a pmcd on port 44321
 	proxy, accepted := countingProxy(t, "127.0.0.1:44321")
 	mmvDir := t.TempDir()

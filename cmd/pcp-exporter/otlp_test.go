@@ -240,6 +240,7 @@ func TestOTLPPlaintextReceiverWarnsAtOnce(t *testing.T) {
 // output: names, UCUM units, monotonic cumulative sums with their start
 // times, gauges, attributes and resource.
 func TestOTLPPushToCollector(t *testing.T) {
+	t.Parallel()
 	grpcAddr, httpAddr, out := otelcol(t)
 	dir := t.TempDir()
 	w, err := mmvwrite.New(filepath.Join(dir, "app"), mmvwrite.Config{
@@ -365,6 +366,7 @@ func TestOTLPPushToCollector(t *testing.T) {
 // into a real OpenTelemetry Collector and finds every recorded value of
 // libpcp's records.csv in its output, once, with its original timestamp.
 func TestBackfillOTLPToCollector(t *testing.T) {
+	t.Parallel()
 	grpcAddr, httpAddr, out := otelcol(t)
 	want := map[string]int{}
 	for _, c := range []struct{ output, rel string }{
@@ -417,6 +419,7 @@ func TestBackfillOTLPToCollector(t *testing.T) {
 // metric has the same resource attributes and the same data-point
 // attribute sets both ways (one mapping).
 func TestOTLPPushAndBackfillAgree(t *testing.T) {
+	t.Parallel()
 	pushAddr, _, pushOut := otelcol(t)
 	backAddr, _, backOut := otelcol(t)
 	path := filepath.Join(corpus, "archives", "live", "live")

@@ -113,6 +113,7 @@ var pminfoTypes = map[string]semantics.Type{"32-bit int": 0, "32-bit unsigned in
 // labels of every metric and of every instance) for every metric the
 // local pmcd serves.
 func TestInfoPMCDMatchesPminfo(t *testing.T) {
+	t.Parallel()
 	s := localPMCD(t, "local:")
 	var out bytes.Buffer
 	if err := writeInfo(&out, s); err != nil {
@@ -244,6 +245,7 @@ func pminfoText(v semantics.Value) string {
 // ours too (hinv.*, kernel.uname.*, pmcd.version, ...), and a counter must
 // lie between pminfo's two values.
 func TestFetchPMCDMatchesPminfo(t *testing.T) {
+	t.Parallel()
 	s := localPMCD(t, "local:")
 	ms := s.Metrics()
 	names := make([]string, 0, len(ms))
@@ -383,6 +385,7 @@ func scrapeSeries(t *testing.T, r io.Reader) map[string]bool {
 // credentials of a TCP client (pmproxy's are not root's), so per-process
 // metrics are refused to both alike.
 func TestServePMCDMatchesPmproxy(t *testing.T) {
+	t.Parallel()
 	localPMCD(t, "127.0.0.1")
 	base := os.Getenv("PCP_EXPORTER_PMPROXY_URL")
 	if base == "" {
@@ -455,6 +458,7 @@ func diff(want, got map[string]bool) string {
 // pmcd answers, serves pmcd and the MMV directory, without pmcd's mmv
 // subtree (the MMV files are read directly: no value twice).
 func TestServeDefaultPMCDAndMMV(t *testing.T) {
+	t.Parallel()
 	localPMCD(t, "local:")
 	tmp := t.TempDir()
 	os.MkdirAll(filepath.Join(tmp, "mmv"), 0o755)
@@ -463,10 +467,9 @@ func TestServeDefaultPMCDAndMMV(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(tmp, "mmv", "corpusv1"), b, 0o644)
-	t.Setenv("PCP_TMP_DIR", tmp)
 	client := &http.Client{Timeout: 60 * time.Second}
 	addr := e2e.FreeAddr(t)
-	startExporter(t, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--no-mmv.pid-check")
+	startExporterEnv(t, []string{"PCP_TMP_DIR=" + tmp}, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--no-mmv.pid-check")
 	text := scrapeUntil(t, "http://"+addr, `pcp_exporter_source_up{reason="",source="pmcd`)
 	for _, want := range []string{"\nkernel_all_load{", "\nmmv_corpusv1_", `pcp_exporter_source_up{reason="",source="pmcd unix:`, `pcp_exporter_source_up{reason="",source="` + filepath.Join(tmp, "mmv") + `"} 1`} {
 		if !strings.Contains(text, want) {
@@ -540,6 +543,7 @@ func TestServePMCDRestart(t *testing.T) {
 }
 
 func TestPMCDArgs(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"serve --pmcd":                        "serve --pmcd=local:",
 		"serve --pmcd --naming=pmproxy":       "serve --pmcd=local: --naming=pmproxy",
@@ -564,6 +568,7 @@ func TestPMCDArgs(t *testing.T) {
 // pminfo -f lists) instead of taking it for a host to look up; a host
 // name in its place is refused with the form that names a host.
 func TestFetchBarePMCDMetric(t *testing.T) {
+	t.Parallel()
 	e2e.RequirePMCD(t)
 	// --pmcd.metrics: only that metric's metadata is read (all of pmcd's
 	// takes a minute on a loaded machine)
@@ -599,6 +604,7 @@ func TestFetchBarePMCDMetric(t *testing.T) {
 // the host's boot (kernel.all.uptime), pmcd's hostname context label as
 // the resource's host.name.
 func TestOTLPPushFromPMCD(t *testing.T) {
+	t.Parallel()
 	grpcAddr, _, out := otelcol(t)
 	sel, _ := pmcd.ParseSelection([]string{"kernel.all.cpu", "kernel.all.uptime"})
 	s, err := pmcd.Open("local:", pmcd.Options{Selection: sel})
@@ -653,6 +659,7 @@ func TestOTLPPushFromPMCD(t *testing.T) {
 // TestDerivedOverPMCD: derived metrics are evaluated over a pmcd source as
 // over any other (fetch --pmcd --derived.config).
 func TestDerivedOverPMCD(t *testing.T) {
+	t.Parallel()
 	localPMCD(t, "local:")
 	conf := filepath.Join(t.TempDir(), "derived.conf")
 	os.WriteFile(conf, []byte("test.ncpu2 = hinv.ncpu * 2\n"), 0o644)
@@ -676,6 +683,7 @@ func TestDerivedOverPMCD(t *testing.T) {
 // default naming, is clean for promtool's lint (issue 25: real host data,
 // not only the corpus): names, suffixes, help, no abbreviated units.
 func TestServePMCDLintsClean(t *testing.T) {
+	t.Parallel()
 	localPMCD(t, "local:")
 	promtool := e2e.Require(t, "promtool")[0]
 	client := &http.Client{Timeout: 60 * time.Second}

@@ -157,6 +157,7 @@ func TestDemoScrapeLintsClean(t *testing.T) {
 // families (name[]=kernel_all_load, name[]=target_info): each job stores
 // only its own PCP series, and target_info joins the host name onto them.
 func TestScrapeJobsSelect(t *testing.T) {
+	t.Parallel()
 	e2e.Require(t, "prometheus")
 	addr := e2e.FreeAddr(t)
 	client := &http.Client{Timeout: 10 * time.Second}

@@ -17,6 +17,7 @@ import (
 // version and revision Go embeds: git rev-parse HEAD, with "-modified"
 // when git status lists a change (as Go's vcs.modified does).
 func TestVersionWithoutLdflags(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the command")
 	}

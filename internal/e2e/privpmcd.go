@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -37,7 +38,7 @@ func PMCDBinary(t testing.TB) string {
 // PMCDConfig describes a private pmcd.
 type PMCDConfig struct {
 	// Agents are pmcd.conf agent lines (default: pmcd's own agent and
-	// the proc agent).
+	// the proc agent; DSOAgents: pmcd, linux and mmv as DSOs).
 	Agents string
 	// TLS, when set, is written to the pmcd's tls.conf.
 	TLS *TLSFiles
@@ -50,7 +51,7 @@ type PMCDConfig struct {
 	// Args are extra pmcd options: -S (credentials required), -Q (a
 	// client certificate required; pmcd 6.0.3 sets its TLS verification
 	// per connection from -Q alone, so tls-verify-clients in its tls.conf
-	// would be overridden).
+	// would be overridden), -U USER.
 	Args []string
 	// Hostname, when set, runs the pmcd in a UTS namespace of its own
 	// (unshare -u, root only) with this hostname: its context labels
@@ -58,31 +59,59 @@ type PMCDConfig struct {
 	Hostname string
 }
 
+// DSOAgents are pmcd.conf lines of the pmcd, linux and mmv agents as DSOs
+// in pmcd's own process, as Debian configures them.
+const DSOAgents = "pmcd\t2\tdso\tpmcd_init\t/var/lib/pcp/pmdas/pmcd/pmda_pmcd.so\n" +
+	"linux\t60\tdso\tlinux_init\t/var/lib/pcp/pmdas/linux/pmda_linux.so\n" +
+	"mmv\t70\tdso\tmmv_init\t/var/lib/pcp/pmdas/mmv/pmda_mmv.so\n"
+
 // PMCD is a private pmcd started by a test.
 type PMCD struct {
 	Addr   string // 127.0.0.1:PORT
 	Socket string // its unix socket
 	Dir    string
 	Log    string
+	// MMVDir is the directory its mmv agent reads (PCP_TMP_DIR/mmv: the
+	// pmcd's own, not the system's)
+	MMVDir string
+
+	t      testing.TB
+	args   []string // the command line
+	env    []string
 	cmd    *exec.Cmd
+	exited chan struct{}
+	status string // how the last process ended
 }
 
 // StartPMCD starts a pmcd of its own (port, unix socket, pmcd.conf,
-// tls.conf, SASL configuration, run directory) listening on 127.0.0.1
-// only, waits until it answers and stops it when the test ends. It holds
-// the local pmcd's lock shared meanwhile: /etc/init.d/pmcd refuses to
-// restart the system pmcd while another pmcd process runs.
+// tls.conf, SASL configuration, run and tmp directories) listening on
+// 127.0.0.1 only, waits until it answers and stops it when the test ends.
+// It holds the local pmcd's lock shared meanwhile: /etc/init.d/pmcd
+// refuses to restart the system pmcd while another pmcd process runs.
 func StartPMCD(t testing.TB, cfg PMCDConfig) *PMCD {
 	t.Helper()
 	bin := PMCDBinary(t)
-	LockPMCD(t, false)
-	dir := t.TempDir()
-	os.Chmod(dir, 0o755)
-	p := &PMCD{Addr: FreeAddr(t), Socket: filepath.Join(dir, "pmcd.socket"), Dir: dir, Log: filepath.Join(dir, "pmcd.log")}
 	agents := cfg.Agents
 	if agents == "" {
 		agents = "pmcd\t2\tdso\tpmcd_init\t/var/lib/pcp/pmdas/pmcd/pmda_pmcd.so\n" +
 			"proc\t3\tpipe\tbinary\t\t/var/lib/pcp/pmdas/proc/pmdaproc -d 3\n"
+	}
+	for _, l := range strings.Split(agents, "\n") {
+		if f := strings.Fields(l); len(f) >= 5 && f[2] == "dso" {
+			if _, err := os.Stat(f[4]); err != nil {
+				if Mandatory() {
+					t.Fatalf("private pmcd: %v", err)
+				}
+				t.Skipf("private pmcd: %v (set CI=true to make this a failure)", err)
+			}
+		}
+	}
+	LockPMCD(t, false)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	p := &PMCD{t: t, Addr: FreeAddr(t), Socket: filepath.Join(dir, "pmcd.socket"), Dir: dir, Log: filepath.Join(dir, "pmcd.log"), MMVDir: filepath.Join(dir, "tmp", "mmv")}
+	if err := os.MkdirAll(p.MMVDir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	write := func(name, content string) string {
 		f := filepath.Join(dir, name)
@@ -92,10 +121,10 @@ func StartPMCD(t testing.TB, cfg PMCDConfig) *PMCD {
 		return f
 	}
 	conf := write("pmcd.conf", agents+"\n[access]\ndisallow \".*\" : store;\nallow \".*\" : fetch;\n")
-	env := append(os.Environ(), "PCP_RUN_DIR="+dir)
+	p.env = append(os.Environ(), "PCP_RUN_DIR="+dir, "PCP_TMP_DIR="+filepath.Join(dir, "tmp"))
 	if cfg.TLS != nil {
 		tc := fmt.Sprintf("tls-cert-file = %s\ntls-key-file = %s\ntls-ca-cert-file = %s\n", cfg.TLS.Cert, cfg.TLS.Key, cfg.TLS.CA)
-		env = append(env, "PCP_TLSCONF_PATH="+write("tls.conf", tc))
+		p.env = append(p.env, "PCP_TLSCONF_PATH="+write("tls.conf", tc))
 	}
 	sasldir := filepath.Join(dir, "sasl")
 	os.Mkdir(sasldir, 0o755)
@@ -105,7 +134,7 @@ func StartPMCD(t testing.TB, cfg PMCDConfig) *PMCD {
 	}
 	db := filepath.Join(dir, "passwd.db")
 	write("sasl/pmcd.conf", "mech_list: "+mechs+"\nsasldb_path: "+db+"\n")
-	env = append(env, "PCP_SASL2_CONFIG_PATH="+sasldir)
+	p.env = append(p.env, "PCP_SASL2_CONFIG_PATH="+sasldir)
 	if len(cfg.Users) > 0 {
 		sp := Require(t, "saslpasswd2")[0]
 		for u, pw := range cfg.Users {
@@ -117,8 +146,7 @@ func StartPMCD(t testing.TB, cfg PMCDConfig) *PMCD {
 		}
 	}
 	host, port, _ := net.SplitHostPort(p.Addr)
-	args := append([]string{"-f", "-A", "-i", host, "-p", port, "-s", p.Socket, "-c", conf, "-l", p.Log, "-x", filepath.Join(dir, "pmcd.err")}, cfg.Args...)
-	p.cmd = exec.Command(bin, args...)
+	p.args = append([]string{bin, "-f", "-A", "-i", host, "-p", port, "-s", p.Socket, "-c", conf, "-l", p.Log, "-x", filepath.Join(dir, "pmcd.err")}, cfg.Args...)
 	if cfg.Hostname != "" {
 		// pmcd's labels read the hostname at start (gethostname), which
 		// Go cannot set in the child between the clone and the exec
@@ -129,24 +157,47 @@ func StartPMCD(t testing.TB, cfg PMCDConfig) *PMCD {
 			}
 			t.Skip("a pmcd of another hostname needs root (unshare -u)")
 		}
-		p.cmd = exec.Command(un[0], append([]string{"-u", "sh", "-c", `"$0" "$1" && shift && exec "$@"`, un[1], cfg.Hostname, bin}, args...)...)
+		p.args = append([]string{un[0], "-u", "sh", "-c", `"$0" "$1" && shift && exec "$@"`, un[1], cfg.Hostname}, p.args...)
 	}
-	p.cmd.Env = env
-	p.cmd.Dir = dir
+	p.Start()
+	t.Cleanup(func() {
+		if p.Alive() {
+			p.cmd.Process.Signal(syscall.SIGCONT) // if a test stopped it
+			p.cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-p.exited:
+			case <-time.After(5 * time.Second):
+				p.cmd.Process.Kill()
+				<-p.exited
+			}
+		}
+	})
+	return p
+}
+
+// Start starts the pmcd (again, after Stop: same port, socket and
+// configuration) and waits until it answers on both its socket and port.
+func (p *PMCD) Start() {
+	t := p.t
+	t.Helper()
+	os.Remove(p.Socket)
+	p.cmd = exec.Command(p.args[0], p.args[1:]...)
+	p.cmd.Env = p.env
+	p.cmd.Dir = p.Dir
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { p.cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			p.cmd.Process.Kill()
-			<-done
+	exited := make(chan struct{})
+	p.exited = exited
+	cmd := p.cmd
+	go func() {
+		err := cmd.Wait()
+		p.status = "exit status 0"
+		if err != nil {
+			p.status = err.Error()
 		}
-	})
+		close(exited)
+	}()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		c, err := net.DialTimeout("unix", p.Socket, time.Second)
@@ -158,22 +209,70 @@ func StartPMCD(t testing.TB, cfg PMCDConfig) *PMCD {
 			if err == nil {
 				if c, err := net.DialTimeout("tcp", p.Addr, time.Second); err == nil {
 					c.Close()
-					return p
+					return
 				}
 			}
 		}
-		select {
-		case <-done:
-			log, _ := os.ReadFile(p.Log)
-			t.Fatalf("private pmcd exited: %s", log)
-		default:
+		if !p.Alive() {
+			t.Fatalf("private pmcd exited (%s): %s", p.status, p.LogTail())
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(p.Log)
-			t.Fatalf("private pmcd did not answer in 15 s: %s", log)
+			t.Fatalf("private pmcd did not answer in 15 s: %s", p.LogTail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Stop stops the pmcd (SIGTERM) and waits for it to exit.
+func (p *PMCD) Stop() {
+	p.t.Helper()
+	p.Signal(syscall.SIGTERM)
+	<-p.exited
+}
+
+// Restart stops the pmcd and starts it again.
+func (p *PMCD) Restart() {
+	p.t.Helper()
+	p.Stop()
+	p.Start()
+}
+
+// Alive reports whether the pmcd process is running (or stopped).
+func (p *PMCD) Alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Signal sends sig to the pmcd, failing the test if it has died.
+func (p *PMCD) Signal(sig syscall.Signal) {
+	p.t.Helper()
+	p.MustBeAlive()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// MustBeAlive fails the test if the pmcd has died (SIGSEGV makes pmcd
+// exit with status 11: its SigBad handler).
+func (p *PMCD) MustBeAlive() {
+	p.t.Helper()
+	if !p.Alive() {
+		p.t.Fatalf("the private pmcd died: %s (11 is SIGSEGV)\n%s", p.status, p.LogTail())
+	}
+}
+
+// LogTail is the end of the pmcd's log (15 lines).
+func (p *PMCD) LogTail() string {
+	b, err := os.ReadFile(p.Log)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-15):], "\n")
 }
 
 // TLSFiles are PEM files of a certificate, its key and the CA that signed it.

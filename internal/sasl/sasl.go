@@ -44,7 +44,21 @@ func New(name, user, password string) (Mechanism, error) {
 	case "SCRAM-SHA-256":
 		return newSCRAM(user, password, nil)
 	}
-	return nil, fmt.Errorf("SASL mechanism %q is not supported (supported: %s)", name, strings.Join(Names, ", "))
+	return nil, unsupported(name)
+}
+
+// NewNonce is New with SCRAM-SHA-256's client nonce given (nil: random),
+// so that a recorded server exchange replays (the handshake's fuzz seeds);
+// the other mechanisms have no nonce.
+func NewNonce(name, user, password string, nonce []byte) (Mechanism, error) {
+	if strings.ToUpper(name) == "SCRAM-SHA-256" {
+		return newSCRAM(user, password, nonce)
+	}
+	return New(name, user, password)
+}
+
+func unsupported(name string) error {
+	return fmt.Errorf("SASL mechanism %q is not supported (supported: %s)", name, strings.Join(Names, ", "))
 }
 
 // Clear reports whether mechanism name sends the password itself.
@@ -57,10 +71,12 @@ func Clear(name string) bool {
 // list: want when set (it must be offered), else the strongest offered
 // that the channel allows (clear-text ones only when clearOK).
 func Choose(offered, want string, clearOK bool) (string, error) {
-	list := strings.Fields(strings.ToUpper(offered))
+	// compared ASCII-case-insensitively, quoted as sent (strings.ToUpper
+	// would turn bytes that are not UTF-8 into U+FFFD)
+	list := strings.Fields(offered)
 	has := func(n string) bool {
 		for _, m := range list {
-			if m == n {
+			if strings.EqualFold(m, n) {
 				return true
 			}
 		}

@@ -106,7 +106,8 @@ func (s *scram) final(first string) ([]byte, bool, error) {
 	if !strings.HasPrefix(nonce, s.nonce) || len(nonce) == len(s.nonce) {
 		return nil, false, fmt.Errorf("SCRAM-SHA-256: server nonce %q does not extend the client's", clip(nonce))
 	}
-	if strings.ContainsAny(nonce, ", \x00") {
+	// RFC 5802: the nonce is printable ASCII other than ','
+	if strings.IndexFunc(nonce, func(r rune) bool { return r < 0x21 || r > 0x7e || r == ',' }) >= 0 {
 		return nil, false, fmt.Errorf("SCRAM-SHA-256: server nonce %q has forbidden characters", clip(nonce))
 	}
 	salt, err := base64.StdEncoding.DecodeString(salt64)

@@ -11,7 +11,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
 
-var update = flag.Bool("update", false, "capture testdata/*.pdu again from the local pmcd")
+var update = flag.Bool("update", false, "capture testdata/*.pdu again from the local pmcd, and record FuzzHandshake's corpus (TestRecordHandshakeSeeds)")
 
 // captured are the replies of the local pmcd (PCP 6.0.3) kept in testdata
 // for the decoders' tests, fuzzing and benchmarks: name -> request.

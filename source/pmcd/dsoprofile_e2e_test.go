@@ -1,7 +1,9 @@
 package pmcd
 
 import (
+	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -23,11 +25,24 @@ import (
 // with instance domains (kernel.percpu: indom 60.0).
 var dsoSelection = Selection{Include: []string{"hinv", "kernel", "pmcd", "mmv"}}
 
+// startDSOPMCD starts a private pmcd with the pmcd, linux and mmv agents
+// as DSOs, run as this test's user (its mmv agent reads the test's
+// temporary directory).
+func startDSOPMCD(t *testing.T) *e2e.PMCD {
+	u := "root"
+	if os.Getuid() != 0 {
+		if cu, err := user.Current(); err == nil {
+			u = cu.Username
+		}
+	}
+	return e2e.StartPMCD(t, e2e.PMCDConfig{Agents: e2e.DSOAgents, Args: []string{"-U", u}})
+}
+
 // writeMMV writes an MMV file with a singular metric (count) and one
 // with an instance domain (sizes) into the private pmcd's MMV directory.
-func writeMMV(t *testing.T, p *privatePMCD) {
+func writeMMV(t *testing.T, p *e2e.PMCD) {
 	t.Helper()
-	w, err := mmvwrite.New(filepath.Join(p.mmvDir(), "pcpxdso"), mmvwrite.Config{
+	w, err := mmvwrite.New(filepath.Join(p.MMVDir, "pcpxdso"), mmvwrite.Config{
 		Metrics: []mmvwrite.MetricDef{
 			{Name: "count", Item: 1, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, OneLine: "a count"},
 			{Name: "sizes", Item: 2, Type: mmvwrite.TypeU64, Sem: semantics.SemInstant, InDom: 1, OneLine: "sizes"},
@@ -72,14 +87,14 @@ func TestPMCDSurvivesInstanceLabelsAfterAClientLeft(t *testing.T) {
 	pminfo := e2e.Require(t, "pminfo")[0]
 	for _, fetched := range []string{"hinv.ncpu", "mmv.pcpxdso.count"} {
 		t.Run(fetched, func(t *testing.T) {
-			p := startPrivatePMCD(t)
+			p := startDSOPMCD(t)
 			writeMMV(t, p)
-			if out, err := exec.Command(pminfo, "-h", p.addr(), "-f", fetched).CombinedOutput(); err != nil {
+			if out, err := exec.Command(pminfo, "-h", p.Addr, "-f", fetched).CombinedOutput(); err != nil {
 				t.Fatalf("pminfo -f %s: %v: %s", fetched, err, out)
 			}
-			s, err := Open(p.addr(), Options{Selection: dsoSelection, Timeout: 5 * time.Second})
+			s, err := Open(p.Addr, Options{Selection: dsoSelection, Timeout: 5 * time.Second})
 			time.Sleep(200 * time.Millisecond) // pmcd dies at once when it does
-			p.mustBeAlive()
+			p.MustBeAlive()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +102,7 @@ func TestPMCDSurvivesInstanceLabelsAfterAClientLeft(t *testing.T) {
 			if !scrapeOK(s) {
 				t.Fatalf("no values: status %+v", s.Status(time.Now()))
 			}
-			p.mustBeAlive()
+			p.MustBeAlive()
 		})
 	}
 }
@@ -103,9 +118,9 @@ func TestPMCDStopsTimeoutsRestarts(t *testing.T) {
 	if raceEnabled {
 		t.Skip("70 s of wall-clock timing: not under the race detector")
 	}
-	p := startPrivatePMCD(t)
+	p := startDSOPMCD(t)
 	writeMMV(t, p)
-	s, err := Open(p.addr(), Options{Selection: dsoSelection})
+	s, err := Open(p.Addr, Options{Selection: dsoSelection})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +135,7 @@ func TestPMCDStopsTimeoutsRestarts(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		d := time.Since(start)
-		p.mustBeAlive()
+		p.MustBeAlive()
 		if d > within {
 			t.Errorf("%s: values back after %v, want within %v (status %+v)", what, d.Round(time.Millisecond), within, s.Status(time.Now()))
 		} else {
@@ -129,17 +144,17 @@ func TestPMCDStopsTimeoutsRestarts(t *testing.T) {
 	}
 	waitValues("start", 10*time.Second)
 	for i := 0; i < 3; i++ {
-		p.signal(syscall.SIGSTOP)
+		p.Signal(syscall.SIGSTOP)
 		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
 			scrapeOK(s) // a scrape a second: the first times out (5 s)
 		}
-		p.signal(syscall.SIGCONT)
+		p.Signal(syscall.SIGCONT)
 		waitValues("after SIGCONT", 2*time.Second)
 		time.Sleep(3 * time.Second) // pmcd 6.0.3 died 1-3 s after SIGCONT
-		p.mustBeAlive()
+		p.MustBeAlive()
 	}
 
-	short, err := New(p.addr(), Options{Selection: dsoSelection, Timeout: 15 * time.Millisecond})
+	short, err := New(p.Addr, Options{Selection: dsoSelection, Timeout: 15 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,15 +164,15 @@ func TestPMCDStopsTimeoutsRestarts(t *testing.T) {
 		if scrapeOK(short) {
 			up++
 		}
-		p.mustBeAlive()
+		p.MustBeAlive()
 	}
 	t.Logf("15 ms timeout: %d scrapes of 80 up", up)
 	short.Close()
 
 	for i := 0; i < 3; i++ {
-		p.restart()
+		p.Restart()
 		waitValues("after a restart", time.Second+2*time.Second)
 	}
 	waitValues("at the end", 2*time.Second)
-	p.mustBeAlive()
+	p.MustBeAlive()
 }

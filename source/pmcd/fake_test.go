@@ -1,6 +1,7 @@
 package pmcd
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"maps"
@@ -44,6 +45,9 @@ type fakePMCD struct {
 	// badLabels, when set, is a metric whose item label's value is not
 	// JSON ({"n":xyz}).
 	badLabels uint32
+	// tls, when set, makes the fake offer TLS with SECURE_ACK and serve
+	// over TLS after CREDS (the fetch hook then gets the *tls.Conn).
+	tls *tls.Config
 	// accepted are the times connections were accepted.
 	accepted []time.Time
 	// reqs counts the requests received, by PDU type.
@@ -116,12 +120,23 @@ func padded(s string) []byte {
 func (f *fakePMCD) handle(c net.Conn) {
 	defer c.Close()
 	f.mu.Lock()
-	greeting, prefix := f.greeting, f.prefix
+	greeting, prefix, tlsCfg := f.greeting, f.prefix, f.tls
 	f.mu.Unlock()
 	if greeting != nil {
 		if !greeting(c) {
 			return
 		}
+	} else if tlsCfg != nil {
+		c.Write(mkpdu(pduError, be(0, 2<<24|1<<16|featSecure|featSecureAck|featHighres|featDescs|featLabels)))
+		if readPDUFrom(c) == nil { // CREDS
+			return
+		}
+		c.Write(mkpdu(pduError, be(0))) // the secure-ack
+		tc := tls.Server(c, tlsCfg)
+		if tc.Handshake() != nil {
+			return
+		}
+		c = tc
 	} else {
 		c.Write(mkpdu(pduError, be(0, 2<<24|1<<16|featHighres|featDescs|featLabels)))
 	}

@@ -40,6 +40,9 @@ type SASL struct {
 	User      string
 	// Password is called at each connection (a file may have changed).
 	Password func() (string, error)
+	// nonce fixes SCRAM's client nonce (nil: random) for the tests that
+	// replay a recorded exchange.
+	nonce []byte
 }
 
 // Feature bits used only by the secure handshake (libpcp.h PDU_FLAG_*).
@@ -209,7 +212,7 @@ func (c *conn) readSmall(what string) (pdu, error) {
 			return p, err
 		}
 		if isTimeout(err) {
-			return p, fmt.Errorf("pmcd at %s: no %s in time (%w)", c.peer, what, errTimeout)
+			return p, fmt.Errorf("pmcd at %s: %s did not come in time (%w)", c.peer, what, errTimeout)
 		}
 		return p, c.peerErr(fmt.Errorf("waiting for %s: %w", what, err))
 	}
@@ -332,7 +335,7 @@ func (c *conn) authenticate(encrypted bool) error {
 			return fmt.Errorf("pmcd at %s: password of %q: %v", c.peer, a.User, err)
 		}
 	}
-	m, err := sasl.New(name, a.User, pw)
+	m, err := sasl.NewNonce(name, a.User, pw, a.nonce)
 	if err != nil {
 		return fmt.Errorf("pmcd at %s: %v", c.peer, err)
 	}

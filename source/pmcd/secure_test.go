@@ -1,7 +1,6 @@
 package pmcd
 
 import (
-	"bufio"
 	"crypto/tls"
 	"encoding/binary"
 	"io"
@@ -10,8 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
 // serveHostile accepts one connection at a time on network ("tcp" or
@@ -78,6 +79,19 @@ func TestSecureHostile(t *testing.T) {
 	scramSec := &Security{SASL: scramAuth("u", "secret-pw", "")}
 	loginSec := &Security{SASL: scramAuth("u", "secret-pw", "LOGIN")}
 	const secure = featSecure | featSecureAck | featHighres | featDescs | featLabels
+	// scramFirst answers the mechanism list and the client-first message
+	// with first(client nonce)
+	scramFirst := func(first func(nonce string) string) func(c net.Conn) {
+		return func(c net.Conn) {
+			c.Write(greet(featAuth | featHighres))
+			readPDUFrom(c)
+			c.Write(attrPDU([]byte("SCRAM-SHA-256")))
+			msg := readPDUFrom(c)
+			_, nonce, _ := strings.Cut(string(msg), ",r=")
+			c.Write(attrPDU([]byte(first(nonce))))
+			time.Sleep(time.Second)
+		}
+	}
 	cases := []struct {
 		name, network string
 		sec           *Security
@@ -148,6 +162,39 @@ func TestSecureHostile(t *testing.T) {
 			c.Write(attrPDU(make([]byte, 100000)))
 			time.Sleep(time.Second)
 		}, "ATTR at byte 0: length 100016 outside"},
+		{"scram iterations 2^31", "tcp", scramSec, scramFirst(func(n string) string {
+			return "r=" + n + "X,s=c2FsdA==,i=2147483648"
+		}), `iteration count "2147483648" outside [4096, 1048576]`},
+		{"scram nonce not the client's", "tcp", scramSec, scramFirst(func(n string) string {
+			return "r=AAAA" + n + ",s=c2FsdA==,i=4096"
+		}), "does not extend the client's"},
+		{"scram nonce not printable", "tcp", scramSec, scramFirst(func(n string) string {
+			return "r=" + n + "\xff\xfe\x1b[2J,s=c2FsdA==,i=4096"
+		}), `has forbidden characters`},
+		{"scram malformed non-utf8", "tcp", scramSec, scramFirst(func(string) string {
+			return "\xc3\x28garbage\x00\xff"
+		}), `server-first message "\xc3(garbage\x00\xff": attribute 1 is not K=V`},
+		{"scram server error", "tcp", scramSec, scramFirst(func(string) string {
+			return "e=\xffother-error"
+		}), `attribute 1 is "e", want r, s, i in order`},
+		{"scram challenge after challenge", "tcp", scramSec, func(c net.Conn) {
+			c.Write(greet(featAuth | featHighres))
+			readPDUFrom(c)
+			c.Write(attrPDU([]byte("SCRAM-SHA-256")))
+			_, nonce, _ := strings.Cut(string(readPDUFrom(c)), ",r=")
+			for {
+				if _, err := c.Write(attrPDU([]byte("r=" + nonce + "X,s=c2FsdA==,i=4096"))); err != nil || readPDUFrom(c) == nil {
+					return
+				}
+			}
+		}, `server-final message "r=`},
+		{"tls handshake stalls", "tcp", tlsSec, func(c net.Conn) {
+			c.Write(greet(secure))
+			readPDUFrom(c)
+			c.Write(mkpdu(pduError, be(0)))
+			c.Read(make([]byte, 4096)) // the ClientHello, never answered
+			time.Sleep(3 * time.Second)
+		}, "no TLS handshake in time"},
 		{"garbage mechanisms", "tcp", scramSec, func(c net.Conn) {
 			c.Write(greet(featAuth | featHighres))
 			readPDUFrom(c)
@@ -187,43 +234,14 @@ func TestSecureHostile(t *testing.T) {
 			}
 			msg := err.Error()
 			t.Log(msg)
-			if !strings.Contains(msg, tc.want) || !strings.Contains(msg, strings.TrimPrefix(addr, "unix:")) || strings.Contains(msg, "\n") || strings.Contains(msg, "secret-pw") {
-				t.Errorf("error %q: want one line naming %s, saying %q, without the password", msg, addr, tc.want)
+			if !strings.Contains(msg, tc.want) || !strings.Contains(msg, strings.TrimPrefix(addr, "unix:")) || strings.Contains(msg, "\n") || strings.Contains(msg, "secret-pw") || !utf8.ValidString(msg) || strings.ContainsRune(msg, utf8.RuneError) {
+				t.Errorf("error %q: want one line naming %s, saying %q, without the password, untrusted bytes quoted", msg, addr, tc.want)
 			}
 			if d := time.Since(start); d > 3*testTimeout {
 				t.Errorf("took %v", d)
 			}
 		})
 	}
-}
-
-// FuzzHandshake feeds arbitrary bytes as pmcd's answers after a greeting
-// offering authentication (and TLS): an error or a connection, never a
-// panic or a hang.
-func FuzzHandshake(f *testing.F) {
-	f.Add(uint16(featAuth|featHighres), attrPDU([]byte("SCRAM-SHA-256")))
-	f.Add(uint16(featAuth|featHighres), append(attrPDU([]byte("LOGIN")), attrPDU([]byte("Username:"))...))
-	f.Add(uint16(featSecure|featSecureAck|featAuth), mkpdu(pduError, be(0)))
-	f.Add(uint16(featAuth|featCredsReqd), mkpdu(pduError, be(uint32(0xffffac93))))
-	f.Fuzz(func(t *testing.T, features uint16, answers []byte) {
-		client, server := net.Pipe()
-		defer client.Close()
-		go func() {
-			defer server.Close()
-			server.Write(greet(uint32(features)))
-			go io.Copy(io.Discard, server)
-			server.Write(answers)
-			time.Sleep(50 * time.Millisecond)
-		}()
-		c := &conn{c: client, r: bufio.NewReader(client), peer: "fuzz", unix: true, max: 1 << 20, writeErr: make(chan error, 1),
-			sec: &Security{TLS: &tls.Config{InsecureSkipVerify: true}, SASL: scramAuth("u", "p", "")}}
-		if features&featSecure == 0 {
-			c.sec.TLS = nil
-		}
-		if err := c.handshake(200 * time.Millisecond); err != nil && len(err.Error()) > 400 {
-			t.Fatalf("error of %d bytes: %.100s", len(err.Error()), err)
-		}
-	})
 }
 
 // TestTLSWithoutSecureAck: a pmcd offering TLS without SECURE_ACK (before
@@ -267,5 +285,79 @@ func TestTLSWithoutSecureAck(t *testing.T) {
 	c.close()
 	if types := <-got; len(types) != 2 || types[0] != pduProfile || types[1] != pduPMNSNames {
 		t.Fatalf("requests after TLS: %x", types)
+	}
+}
+
+// TestTLSAlertDuringFetch: a pmcd that ends its TLS session in the middle
+// of a fetch (an alert instead of the result) takes the source down with
+// one line naming it, within the fetch timeout, and the source comes back
+// when pmcd behaves again.
+func TestTLSAlertDuringFetch(t *testing.T) {
+	ca := e2e.NewCA(t, "alert")
+	now := time.Now()
+	files := ca.Issue(t, "server", []string{"127.0.0.1"}, now.Add(-time.Hour), now.Add(time.Hour), false)
+	pair, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := func(c net.Conn) net.Conn { return c.(*tls.Conn).NetConn() }
+	cases := []struct {
+		name  string
+		fetch func(c net.Conn, pmids []uint32) bool
+		want  string
+	}{
+		{"close_notify", func(c net.Conn, _ []uint32) bool {
+			c.(*tls.Conn).CloseWrite() // an encrypted close_notify alert
+			time.Sleep(time.Second)
+			return false
+		}, "EOF"},
+		{"plaintext fatal alert", func(c net.Conn, _ []uint32) bool {
+			raw(c).Write([]byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x50}) // internal_error
+			time.Sleep(time.Second)
+			return false
+		}, "tls: bad record MAC"},
+		{"half a result then garbage records", func(c net.Conn, pmids []uint32) bool {
+			c.Write(goodResult(pmids)[:20])
+			raw(c).Write([]byte{0x17, 0x03, 0x03, 0x00, 0x05, 0xff, 0xfe, 0xfd, 0xfc, 0xfb})
+			time.Sleep(time.Second)
+			return false
+		}, "tls: bad record MAC"},
+		{"stalls inside TLS", func(c net.Conn, _ []uint32) bool {
+			time.Sleep(2 * time.Second)
+			return false
+		}, "no answer in time"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, func(f *fakePMCD) { f.tls = &tls.Config{Certificates: []tls.Certificate{pair}} })
+			s, err := New(f.addr(), Options{Timeout: testTimeout, Backoff: []time.Duration{time.Millisecond},
+				Security: &Security{TLS: &tls.Config{RootCAs: pool(t, ca.File)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Connect(); err != nil {
+				t.Fatal(err)
+			}
+			f.setFetch(tc.fetch)
+			var res source.Result
+			start := time.Now()
+			if err := s.Fetch(time.Now(), fakePMIDs, &res); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > testTimeout+time.Second {
+				t.Errorf("fetch took %v", d)
+			}
+			st := s.Status(time.Now())
+			t.Log(st.Detail)
+			if st.Reason != source.ReasonDown || !strings.Contains(st.Detail, tc.want) || !strings.Contains(st.Detail, f.addr()) || strings.Contains(st.Detail, "\n") {
+				t.Fatalf("status %+v, want down, one line naming %s and saying %q", st, f.addr(), tc.want)
+			}
+			f.setFetch(nil)
+			waitUp(t, s)
+			if err := s.Fetch(time.Now(), fakePMIDs, &res); err != nil || res.Sets[0].Err != nil {
+				t.Fatalf("after recovery: %v, set %+v", err, res.Sets[0])
+			}
+		})
 	}
 }

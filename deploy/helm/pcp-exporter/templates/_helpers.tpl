@@ -63,7 +63,7 @@ app.kubernetes.io/component: {{ .Values.mode }}
 {{- end }}
 
 {{- define "pcp-exporter.hasConfig" -}}
-{{- if or .Values.derivedConfig .Values.mappingConfig }}true{{ end }}
+{{- if or .Values.derivedConfig .Values.mappingConfig .Values.pmcdConfig.enabled }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -101,6 +101,87 @@ pcp-exporter.commonArgs: flags shared by serve and backfill (naming, mapping, de
 {{- end }}
 
 {{/*
+pcp-exporter.secretFile: the path of a Secret's key as mounted ({secret, key}; .what names the
+value in errors). A string (a secret pasted as a value) is refused.
+*/}}
+{{- define "pcp-exporter.secretFile" -}}
+{{- $v := .v }}
+{{- if not (kindIs "map" $v) }}
+{{- fail (printf "%s: secrets are not values: give {secret: NAME, key: KEY} of a Kubernetes Secret" .what) }}
+{{- end }}
+{{- range $k, $_ := $v }}
+{{- if not (has $k (list "secret" "key")) }}
+{{- fail (printf "%s: unknown field %q (secret, key)" $.what $k) }}
+{{- end }}
+{{- end }}
+{{- printf "/etc/pcp-exporter-secrets/%s/%s" (required (printf "%s.secret is required" .what) $v.secret) (required (printf "%s.key is required" .what) $v.key) }}
+{{- end }}
+
+{{/*
+pcp-exporter.pmcdFile: pmcd.yml, the file of --pmcd.config, from pmcdConfig.
+*/}}
+{{- define "pcp-exporter.pmcdFile" -}}
+{{- $auths := dict }}
+{{- range $name, $a := .Values.pmcdConfig.auths }}
+{{- $auth := dict }}
+{{- range $k, $_ := $a }}
+{{- if not (has $k (list "tls" "sasl")) }}
+{{- fail (printf "pmcdConfig.auths.%s.%s: an auth has tls and sasl" $name $k) }}
+{{- end }}
+{{- end }}
+{{- if hasKey $a "tls" }}
+{{- $t := dict }}
+{{- range $k, $v := ($a.tls | default dict) }}
+{{- $what := printf "pmcdConfig.auths.%s.tls.%s" $name $k }}
+{{- if eq $k "caFile" }}{{ $_ := set $t "ca_file" (include "pcp-exporter.secretFile" (dict "v" $v "what" $what)) }}
+{{- else if eq $k "certFile" }}{{ $_ := set $t "cert_file" (include "pcp-exporter.secretFile" (dict "v" $v "what" $what)) }}
+{{- else if eq $k "keyFile" }}{{ $_ := set $t "key_file" (include "pcp-exporter.secretFile" (dict "v" $v "what" $what)) }}
+{{- else if eq $k "serverName" }}{{ $_ := set $t "server_name" $v }}
+{{- else if eq $k "insecureSkipVerify" }}{{ $_ := set $t "insecure_skip_verify" $v }}
+{{- else }}{{ fail (printf "%s: unknown field (caFile, certFile, keyFile, serverName, insecureSkipVerify)" $what) }}
+{{- end }}
+{{- end }}
+{{- $_ := set $auth "tls" $t }}
+{{- end }}
+{{- if hasKey $a "sasl" }}
+{{- $sa := dict }}
+{{- range $k, $v := ($a.sasl | default dict) }}
+{{- $what := printf "pmcdConfig.auths.%s.sasl.%s" $name $k }}
+{{- if eq $k "passwordFile" }}{{ $_ := set $sa "password_file" (include "pcp-exporter.secretFile" (dict "v" $v "what" $what)) }}
+{{- else if eq $k "mechanism" }}{{ $_ := set $sa "mechanism" $v }}
+{{- else if eq $k "username" }}{{ $_ := set $sa "username" $v }}
+{{- else if eq $k "password" }}{{ fail (printf "%s: secrets are not values: give passwordFile: {secret: NAME, key: KEY} of a Kubernetes Secret" $what) }}
+{{- else }}{{ fail (printf "%s: unknown field (mechanism, username, passwordFile)" $what) }}
+{{- end }}
+{{- end }}
+{{- $_ := set $auth "sasl" $sa }}
+{{- end }}
+{{- $_ := set $auths $name $auth }}
+{{- end }}
+{{- $file := dict "auths" $auths "modules" (.Values.pmcdConfig.modules | default dict) "probe" (.Values.pmcdConfig.probe | default dict) }}
+{{- toYaml $file }}
+{{- end }}
+
+{{/*
+pcp-exporter.pmcdSecrets: the Secrets pmcdConfig's auths name, sorted, as a JSON list.
+*/}}
+{{- define "pcp-exporter.pmcdSecrets" -}}
+{{- $names := list }}
+{{- if .Values.pmcdConfig.enabled }}
+{{- range $name, $a := .Values.pmcdConfig.auths }}
+{{- range $block := list "tls" "sasl" }}
+{{- range $k, $v := (get $a $block | default dict) }}
+{{- if and (kindIs "map" $v) (hasKey $v "secret") }}
+{{- $names = append $names $v.secret }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $names | uniq | sortAlpha | toJson }}
+{{- end }}
+
+{{/*
 pcp-exporter.serveArgs: the args of `pcp-exporter serve` (their --help).
 */}}
 {{- define "pcp-exporter.serveArgs" -}}
@@ -124,6 +205,15 @@ pcp-exporter.serveArgs: the args of `pcp-exporter serve` (their --help).
 {{- range .Values.daemonset.pmcd.metrics }}
 - --pmcd.metrics={{ . }}
 {{- end }}
+{{- end }}
+{{- end }}
+{{- if .Values.pmcdConfig.enabled }}
+- --pmcd.config=/etc/pcp-exporter/pmcd.yml
+{{- with .Values.pmcdConfig.auth }}
+{{- if not (hasKey $.Values.pmcdConfig.auths .) }}
+{{- fail (printf "pmcdConfig.auth %q is not in pmcdConfig.auths" .) }}
+{{- end }}
+- --pmcd.auth={{ . }}
 {{- end }}
 {{- end }}
 {{- with include "pcp-exporter.commonArgs" . }}
@@ -186,6 +276,11 @@ volumeMounts:
     mountPath: /etc/pcp-exporter
     readOnly: true
 {{- end }}
+{{- range $i, $s := include "pcp-exporter.pmcdSecrets" . | fromJsonArray }}
+  - name: pmcd-secret-{{ $i }}
+    mountPath: /etc/pcp-exporter-secrets/{{ $s }}
+    readOnly: true
+{{- end }}
 {{- with .Values.extraVolumeMounts }}
 {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -246,6 +341,12 @@ and, when derivedConfig or mappingConfig is set, the chart's ConfigMap.
   configMap:
     name: {{ include "pcp-exporter.configName" . }}
 {{- end }}
+{{- range $i, $s := include "pcp-exporter.pmcdSecrets" . | fromJsonArray }}
+- name: pmcd-secret-{{ $i }}
+  secret:
+    secretName: {{ $s }}
+    defaultMode: 0440
+{{- end }}
 {{- end }}
 
 {{/*
@@ -287,7 +388,7 @@ labels:
 {{- if or .Values.podAnnotations (include "pcp-exporter.hasConfig" .) }}
 annotations:
   {{- if include "pcp-exporter.hasConfig" . }}
-  checksum/config: {{ printf "%s\n%s" .Values.derivedConfig .Values.mappingConfig | sha256sum }}
+  checksum/config: {{ printf "%s\n%s\n%s" .Values.derivedConfig .Values.mappingConfig (include "pcp-exporter.pmcdFile" .) | sha256sum }}
   {{- end }}
   {{- with .Values.podAnnotations }}
   {{- toYaml . | nindent 2 }}
