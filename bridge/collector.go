@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -58,6 +60,9 @@ type Collector struct {
 	// pmcds), whose series the fast path gathers into one family
 	shared bool
 	merge  familyMerge
+	// keep and namespace are a driven read's (ReadOptions)
+	keep      func(*mapping.Family) bool
+	namespace [][]mapping.LabelPair
 
 	upDesc, lagDesc, servedDesc, durDesc, errDesc, skipDesc, filesDesc, famDesc *prometheus.Desc
 	// what sources leave out (source.Limited)
@@ -94,8 +99,19 @@ type sourceState struct {
 	logged   source.Status // the status last logged, to log once per change
 	duration float64
 	insts    map[semantics.InDom]map[int32]*source.Instance
-	at       time.Time // the time of res: instances are named as then
-	text     textCache
+	// names names the instances of a source with history (an archive
+	// replay) across reads, asking it again only when a read's time
+	// leaves the span of its last answer; nil for other sources, whose
+	// instances insts holds for one read
+	names *source.InstanceNames
+	at    time.Time // the time of res: instances are named as then
+	// msData, msLen and msSig: the metric set last hashed (its slice) and
+	// its signature, so that a source answering with the same slice is
+	// not hashed again (shared.go keys its mappings by the same)
+	msData *source.Metric
+	msLen  int
+	msSig  uint64
+	text   textCache
 }
 
 // New returns a Collector over sources, mapped by mapper.
@@ -151,7 +167,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	defer c.mu.Unlock()
 	c.read(c.now(), nil, false, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		c.sendConst(ch, s, i, f, iv, inst)
-	})
+	}, nil)
 	c.sendTargets(ch, nil)
 	c.sendSelf(ch)
 }
@@ -159,30 +175,37 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // valueVisitor receives one value of family i of source s.
 type valueVisitor func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance)
 
+// failedVisitor receives the error of a value set that family i of source s
+// was answered with instead of values.
+type failedVisitor func(s *sourceState, i int, f *mapping.Family, err error)
+
 // read fetches every source once at now (remapping those whose metrics changed)
 // and hands every value of the families sel selects (all when nil) to
-// visit: the Prometheus families, or with otel the OpenTelemetry ones; it
-// records the self-metrics state. Every output reads through it: the
-// sources are opened once, and one reading gives the metric set, the
-// values and the instances.
-func (c *Collector) read(now time.Time, sel *Selection, otel bool, visit valueVisitor) {
+// visit: the Prometheus families, or with otel the OpenTelemetry ones;
+// value sets answered with an error go to failed (when not nil). It
+// records the self-metrics state and returns the sources' errors. Every
+// output reads through it: the sources are opened once, and one reading
+// gives the metric set, the values and the instances.
+func (c *Collector) read(now time.Time, sel *Selection, otel bool, visit valueVisitor, failed failedVisitor) error {
 	c.loadMetrics()
-	c.readLoaded(now, sel, otel, visit)
+	return c.readLoaded(now, sel, otel, visit, failed)
 }
 
 // readLoaded is read right after loadMetrics (the fast path loads the
 // metrics first to know whether families are merged: loading them twice
 // would hash the metric sets twice).
-func (c *Collector) readLoaded(now time.Time, sel *Selection, otel bool, visit valueVisitor) {
+func (c *Collector) readLoaded(now time.Time, sel *Selection, otel bool, visit valueVisitor, failed failedVisitor) error {
 	allOK := true
+	var errs []error
 	for _, s := range c.sources {
 		start := time.Now()
-		err := c.readSource(s, now, sel, otel, visit)
+		err := c.readSource(s, now, sel, otel, visit, failed)
 		s.duration = time.Since(start).Seconds()
 		s.status = source.StatusOf(s.Src, now)
 		if err != nil {
 			s.errors++
-			s.status.Reason, s.status.Detail = source.ReasonError, err.Error()
+			s.status.Reason, s.status.Detail = source.ReasonError, s.Name+": "+err.Error()
+			errs = append(errs, err)
 		}
 		if s.status.Reason != source.ReasonUp {
 			allOK = false
@@ -192,6 +215,7 @@ func (c *Collector) readLoaded(now time.Time, sel *Selection, otel bool, visit v
 	if allOK {
 		c.once.Do(func() { close(c.ready) })
 	}
+	return errors.Join(errs...)
 }
 
 // loadMetrics loads the sources' metric sets that changed and maps them
@@ -296,9 +320,10 @@ func (c *Collector) mapOTel() {
 	for i, s := range c.sources {
 		targets[i] = s.target
 	}
-	ns := mapping.NewNamespace(targets...)
+	ns := c.newNamespace(targets)
 	for _, s := range c.sources {
 		s.otel, _ = om.MapSource(s.ms, s.target, ns)
+		s.otel = c.kept(s.otel)
 		s.otelPMIDs = nil
 		for _, f := range s.otel {
 			s.otelPMIDs = append(s.otelPMIDs, f.Desc.PMID)
@@ -308,7 +333,7 @@ func (c *Collector) mapOTel() {
 
 // mapPrometheus maps the sources into Prometheus's families.
 func (c *Collector) mapPrometheus() {
-	if len(c.sources) == 1 {
+	if len(c.sources) == 1 && c.keep == nil && c.namespace == nil {
 		// alone, the mapping depends only on the source: shared with
 		// other collectors of the same metrics (shared.go)
 		s := c.sources[0]
@@ -325,11 +350,12 @@ func (c *Collector) mapPrometheus() {
 		s.target, s.domain = c.mapper.SourceTarget(s.ms, s.context())
 		targets[i] = s.target
 	}
-	ns := mapping.NewNamespace(targets...)
+	ns := c.newNamespace(targets)
 	names := map[string]bool{}
 	c.shared = false
 	for _, s := range c.sources {
 		s.families, s.skipped = c.mapper.MapSource(s.ms, s.target, ns)
+		s.families = c.kept(s.families)
 		for _, f := range s.families {
 			c.shared = c.shared || names[f.Name]
 		}
@@ -398,7 +424,10 @@ func (s *sourceState) context() []mapping.LabelPair {
 // when they differ from the last ones mapped.
 func (s *sourceState) loadMetrics() bool {
 	s.ms, s.epoch = source.MetricsEpochOf(s.Src)
-	sig := signature(s.ms)
+	if d := unsafe.SliceData(s.ms); d != s.msData || len(s.ms) != s.msLen || d == nil {
+		s.msData, s.msLen, s.msSig = d, len(s.ms), signature(s.ms)
+	}
+	sig := s.msSig
 	if ls, ok := source.ContextLabelsOf(s.Src); ok {
 		sig = labelsSignature(sig, ls)
 	}
@@ -406,6 +435,10 @@ func (s *sourceState) loadMetrics() bool {
 		return false
 	}
 	s.sig = sig
+	s.names = nil
+	if source.HasInDomHistory(s.Src) {
+		s.names = source.NewInstanceNames(s.Src)
+	}
 	return true
 }
 
@@ -455,7 +488,8 @@ func sigMix(h, x uint64) uint64 {
 	return h ^ h>>29
 }
 
-func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, otel bool, visit valueVisitor) error {
+// readSource reads one source for read; its errors do not name the source.
+func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, otel bool, visit valueVisitor, failed failedVisitor) error {
 	s.served = time.Time{}
 	t := now
 	if s.When != nil {
@@ -475,7 +509,7 @@ func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, ot
 		}
 		if len(pmids) > 0 {
 			if err := s.Src.Fetch(t, pmids, &s.res); err != nil {
-				return fmt.Errorf("%s: %w", s.Name, err)
+				return err
 			}
 			s.served = s.res.Time
 		}
@@ -489,7 +523,7 @@ func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, ot
 			break
 		}
 		if attempt == 3 {
-			return fmt.Errorf("%s: metrics kept changing during %d reads", s.Name, attempt+1)
+			return fmt.Errorf("metrics kept changing during %d reads", attempt+1)
 		}
 		if s.loadMetrics() {
 			c.remap()
@@ -502,7 +536,13 @@ func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, ot
 		}
 		f := &fams[i]
 		set := &s.res.Sets[i]
-		if set.Err != nil || !sel.Family(f) {
+		if !sel.Family(f) {
+			continue
+		}
+		if set.Err != nil {
+			if failed != nil {
+				failed(s, i, f, set.Err)
+			}
 			continue
 		}
 		for _, iv := range set.Values {
@@ -609,6 +649,10 @@ func pmproxyFloat(t semantics.Type, v float64) float64 {
 // instance finds an instance of a domain, named as at the fetch's time
 // (cached for one scrape).
 func (s *sourceState) instance(indom semantics.InDom, id int32) *source.Instance {
+	if s.names != nil {
+		in, _ := s.names.Lookup(indom, id, s.at)
+		return in
+	}
 	if s.insts == nil {
 		s.insts = map[semantics.InDom]map[int32]*source.Instance{}
 	}

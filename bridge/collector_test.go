@@ -18,6 +18,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
 )
 
@@ -124,11 +125,11 @@ func corpusSources(t *testing.T) map[string]func() Source {
 		{"live", "live/live", 90 * time.Second},
 	} {
 		out["archive-"+c.name] = func() Source {
-			a, err := archive.Open(filepath.Join(corpus, "archives", c.arch))
+			a, err := pcplog.Open(filepath.Join(corpus, "archives", c.arch))
 			if err != nil {
 				t.Fatal(err)
 			}
-			rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+			rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,11 +188,11 @@ func promtoolCheck(t *testing.T, exposition []byte) {
 // the corpus README's tables (seedtables at t=20s: counter 720, instant
 // 880, discrete 880).
 func TestSeedtablesValues(t *testing.T) {
-	a, err := archive.Open(filepath.Join(corpus, "archives", "seedtables", "seedtables"))
+	a, err := pcplog.Open(filepath.Join(corpus, "archives", "seedtables", "seedtables"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+	rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,11 +217,11 @@ func TestSeedtablesValues(t *testing.T) {
 // TestSourceErrorCounted checks that a failing source reports up 0 and
 // counts the error while the others are served.
 func TestSourceErrorCounted(t *testing.T) {
-	a, err := archive.Open(filepath.Join(corpus, "archives", "seedtables", "seedtables"))
+	a, err := pcplog.Open(filepath.Join(corpus, "archives", "seedtables", "seedtables"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+	rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // The expected counter starts come from PCP's tools, in the corpus:
@@ -101,11 +102,11 @@ func unixString(t *testing.T, s string) time.Time {
 // replayAt returns an archive replay as a Source served at *when.
 func replayAt(t *testing.T, path string, when *time.Time) (Source, *archive.Replay) {
 	t.Helper()
-	a, err := archive.Open(filepath.Join(corpus, "archives", path))
+	a, err := pcplog.Open(filepath.Join(corpus, "archives", path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+	rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,10 @@
 //     metrics changed) and hands each value, with its Prometheus or its
 //     OpenTelemetry family, to a visitor; as a prometheus.Collector it sends const metrics, for the
 //     protobuf format and for scrapes that select families (name[]).
+//   - reading.go: the same read for a caller that chooses the times
+//     (backfill's replay on a grid): ReadAt hands each value with its
+//     family, instance and counter generation; ReadOptions select the
+//     families read and the namespace.
 //   - text.go: the fast path of /metrics, WriteText and WriteOpenMetrics,
 //     which write the same read straight into the text format 0.0.4 or
 //     OpenMetrics 1.0.0 with each series' label block cached between

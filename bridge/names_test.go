@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // TestInstanceNamesInForce: serve and OTLP label each value with the name
@@ -21,20 +23,29 @@ import (
 // TZ=UTC: /usr/bin/python3 ../pcp-corpus/tools/pmfetch_interp.py -a
 // buggy_archive -t 1 -S 110 filesys.used); id 1 was ocivolume-oled before.
 func TestInstanceNamesInForce(t *testing.T) {
-	a, err := archive.Open("../testdata/pcp-qa/buggy_archive")
+	a, err := pcplog.Open("../testdata/pcp-qa/buggy_archive")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{Interp: semantics.InterpPrior})
+	rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{Interp: semantics.InterpPrior})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rp.Close()
-	at := rp.Start().Add(110 * time.Second)
+	// each output reads first at the start, before the renumbering, then
+	// at +110s: a collector keeps a replay's instance names across reads
+	// only for the span they hold (source.InstanceNames)
+	var at time.Time
 	src := Source{Name: "buggy_archive", Src: rp, When: func(time.Time) (time.Time, bool) { return at, true }}
 
 	var b bytes.Buffer
-	if err := New(mapper(t, mapping.NamingDefault), nil, src).WriteText(&b); err != nil {
+	col := New(mapper(t, mapping.NamingDefault), nil, src)
+	at = rp.Start()
+	if err := col.WriteText(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	at = rp.Start().Add(110 * time.Second)
+	if err := col.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"/dev/sda2": "3.5067904e+08", "/dev/mapper/ocivolume-oled": "1.311760384e+09"}
@@ -57,6 +68,11 @@ func TestInstanceNamesInForce(t *testing.T) {
 	}
 
 	p := NewOTelProducer(mapper(t, mapping.NamingDefault), nil, src)
+	at = rp.Start()
+	if _, err := p.Produce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	at = rp.Start().Add(110 * time.Second)
 	sm, err := p.Produce(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -226,7 +226,7 @@ func (p *OTelProducer) Read(now time.Time) ([]metricdata.ResourceMetrics, []int,
 			start = st.Observe(v, s.at, source.GenerationOf(s.Src, f.Desc.PMID), p.seen[key])
 		}
 		pts = append(pts, point{s, f, attrs, start, v})
-	})
+	}, nil)
 	p.seen = seenNow
 	res := c.hostResources()
 	var b OTelBatch

@@ -18,6 +18,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
@@ -79,11 +80,11 @@ func TestPrometheusScrapesMMVAndArchive(t *testing.T) {
 	}
 	defer d.Close()
 
-	a, err := archive.Open(filepath.Join(corpus, "archives", "seedtables", "seedtables"))
+	a, err := pcplog.Open(filepath.Join(corpus, "archives", "seedtables", "seedtables"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+	rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

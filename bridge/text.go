@@ -21,11 +21,55 @@ import (
 // another name: a PID reused in an archive of proc metrics). It is dropped
 // when the source's metric set or epoch changes (an MMV file re-created
 // with other instances or labels). It serves both formats: the label block
-// is the same in text and OpenMetrics.
+// is the same in text and OpenMetrics. The series of all families are
+// kept in one slice (family i's from at[i] to at[i+1]): a slice per
+// family cost a pooled /probe target more than its series. A family
+// that gains series during a scrape gets them in grown (its whole list),
+// merged into series after the scrape (compact).
 type textCache struct {
 	sig    uint64
 	epoch  uint64
-	series [][]cachedSeries
+	at     []int32
+	series []cachedSeries
+	grown  map[int][]cachedSeries
+}
+
+// family returns family i's cached series, the scrape's grown list if it
+// has one.
+func (t *textCache) family(i int) []cachedSeries {
+	if t.grown != nil {
+		if g, ok := t.grown[i]; ok {
+			return g
+		}
+	}
+	lo, hi := t.at[i], t.at[i+1]
+	return t.series[lo:hi:hi]
+}
+
+// grow records family i's series list grown to ss.
+func (t *textCache) grow(i int, ss []cachedSeries) {
+	if t.grown == nil {
+		t.grown = map[int][]cachedSeries{}
+	}
+	t.grown[i] = ss
+}
+
+// compact merges the grown families into series, sized exactly.
+func (t *textCache) compact() {
+	if len(t.grown) == 0 {
+		return
+	}
+	n := 0
+	for i := range len(t.at) - 1 {
+		n += len(t.family(i))
+	}
+	series := make([]cachedSeries, 0, n)
+	at := make([]int32, 1, len(t.at))
+	for i := range len(t.at) - 1 {
+		series = append(series, t.family(i)...)
+		at = append(at, int32(len(series)))
+	}
+	t.series, t.at, t.grown = series, at, nil
 }
 
 type cachedSeries struct {
@@ -124,8 +168,8 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 		out, b = b, c.merge.start()
 	}
 	c.readLoaded(c.now(), nil, false, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
-		if s.text.sig != s.sig || s.text.epoch != s.epoch || len(s.text.series) != len(s.families) {
-			s.text = textCache{sig: s.sig, epoch: s.epoch, series: make([][]cachedSeries, len(s.families))}
+		if s.text.sig != s.sig || s.text.epoch != s.epoch || len(s.text.at) != len(s.families)+1 {
+			s.text = textCache{sig: s.sig, epoch: s.epoch, at: make([]int32, len(s.families)+1)}
 		}
 		if s != lastSrc || i != lastFam {
 			lastSrc, lastFam, pos = s, i, 0
@@ -150,10 +194,10 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 			b = append(b, '\n')
 			return
 		}
-		ss := s.text.series[i]
+		ss := s.text.family(i)
 		if pos >= len(ss) {
 			ss = append(ss, cachedSeries{inst: iv.Inst - 1})
-			s.text.series[i] = ss
+			s.text.grow(i, ss)
 		}
 		name := ""
 		if inst != nil {
@@ -185,7 +229,10 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 			b = append(append(append(append(b, omName(f)...), "_created"...), labels...), st.v[:st.n]...)
 			b = append(b, '\n')
 		}
-	})
+	}, nil)
+	for _, s := range c.sources {
+		s.text.compact()
+	}
 	if merging {
 		b = c.merge.gather(out, b, flushAt, flush)
 	}
@@ -271,7 +318,7 @@ func (s samplesCollector) Collect(ch chan<- prometheus.Metric) {
 	defer s.c.mu.Unlock()
 	s.c.read(s.c.now(), s.sel, false, func(src *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		s.c.sendConst(ch, src, i, f, iv, inst)
-	})
+	}, nil)
 	s.c.sendTargets(ch, s.sel)
 }
 

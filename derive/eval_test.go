@@ -14,7 +14,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // csvRow is one row of a pmfetch_interp CSV answer.
@@ -154,11 +154,11 @@ func formatCSVValue(v semantics.Value) string {
 // the derived values can be checked against the derived answers made at the
 // same times.
 type csvSource struct {
-	a      *archive.Archive
+	a      *pcplog.Archive
 	byTime map[string]map[semantics.PMID]source.ValueSet
 }
 
-func newCSVSource(t *testing.T, a *archive.Archive, path string) *csvSource {
+func newCSVSource(t *testing.T, a *pcplog.Archive, path string) *csvSource {
 	s := &csvSource{a: a, byTime: map[string]map[semantics.PMID]source.ValueSet{}}
 	for _, r := range readInterpCSV(t, path) {
 		p, ok := a.Lookup(r.metric)
@@ -283,7 +283,7 @@ func TestCorpusValues(t *testing.T) {
 		base := filepath.Base(file)
 		fam, rest, _ := strings.Cut(base, ".")
 		t.Run(base, func(t *testing.T) {
-			a, err := archive.Open(corpusFamilies[fam])
+			a, err := pcplog.Open(corpusFamilies[fam])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -429,7 +429,7 @@ func TestCorpusPminfoValues(t *testing.T) {
 		{"syntaxconf", "seedtables", "t10-S0", "derived/derived_syntax.conf", "syntaxconf.seedtables.pminfo-f.txt"},
 	} {
 		t.Run(c.fam, func(t *testing.T) {
-			a, err := archive.Open(corpusFamilies[c.archive])
+			a, err := pcplog.Open(corpusFamilies[c.archive])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // exprGen generates derived metric expressions over an archive's metrics.
@@ -105,7 +105,7 @@ func TestAgainstLibpcpEval(t *testing.T) {
 	for fi, fam := range []string{"seedtables", "indoms", "types"} {
 		t.Run(fam, func(t *testing.T) {
 			arch := filepath.Join(corpus, corpusFamilies[fam])
-			a, err := archive.Open(arch)
+			a, err := pcplog.Open(arch)
 			if err != nil {
 				t.Fatal(err)
 			}

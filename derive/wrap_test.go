@@ -10,12 +10,12 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // metaSource is an archive's metadata as a source (no values): enough to
 // bind derived metrics and check their descriptors.
-type metaSource struct{ a *archive.Archive }
+type metaSource struct{ a *pcplog.Archive }
 
 func (m metaSource) Metrics() []source.Metric                      { return m.a.Metrics() }
 func (m metaSource) Instances(i semantics.InDom) []source.Instance { return m.a.Instances(i) }
@@ -73,7 +73,7 @@ func pminfoDesc(d semantics.Desc) string {
 
 func openWrapped(t *testing.T, fam, config string) (*Source, []source.Metric) {
 	t.Helper()
-	a, err := archive.Open(corpusFamilies[fam])
+	a, err := pcplog.Open(corpusFamilies[fam])
 	if err != nil {
 		t.Fatal(err)
 	}

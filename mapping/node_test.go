@@ -12,6 +12,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // TestNodeFamilyNames: the profile's names are node_exporter's form:
@@ -37,7 +38,7 @@ func TestNodeFamilyNames(t *testing.T) {
 // /proc (ms to s, KiB to bytes, the load as printed); the PCP metrics used
 // are no longer listed, the others are.
 func TestNodeSourceArchive(t *testing.T) {
-	as, err := archive.OpenAll([]string{"../testdata/pcp-corpus/archives/live/live"})
+	as, err := pcplog.OpenAll([]string{"../testdata/pcp-corpus/archives/live/live"})
 	if err != nil {
 		t.Fatal(err)
 	}

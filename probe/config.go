@@ -95,6 +95,12 @@ type Limits struct {
 	MaxTargets int `yaml:"max_targets"`
 	// MaxConcurrent bounds the probes under way (default 64).
 	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxMetadataReads bounds the targets whose metadata is read at once
+	// (default 16): a target's first probe reads it (the rest of its
+	// probes only fetch values), and a fleet's first probes would
+	// otherwise read all of them together, at the cost of each one's
+	// replies held in memory and of the CPU shared with other probes.
+	MaxMetadataReads int `yaml:"max_metadata_reads"`
 	// IdleTimeout closes a target not probed for this long (default 5m).
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
@@ -118,6 +124,9 @@ func Load(file string) (*Config, error) {
 	}
 	if c.Probe.MaxConcurrent <= 0 {
 		c.Probe.MaxConcurrent = 64
+	}
+	if c.Probe.MaxMetadataReads <= 0 {
+		c.Probe.MaxMetadataReads = 16
 	}
 	if c.Probe.IdleTimeout <= 0 {
 		c.Probe.IdleTimeout = 5 * time.Minute

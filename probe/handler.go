@@ -34,8 +34,10 @@ type Handler struct {
 	cfg   *Config
 	pool  map[key]*entry
 	sem   chan struct{}
+	loads chan struct{} // metadata reads under way (pmcd.Options.Loads)
 	stop  chan struct{}
-	conns uint64 // targets opened, for pcp_probe_pool_opened_total
+	conns uint64 // targets opened (under mu)
+	count counts
 }
 
 type key struct{ target, auth, module string }
@@ -55,7 +57,8 @@ func New(cfg *Config, mapper *mapping.Mapper, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{mapper: mapper, log: log, cfg: cfg, pool: map[key]*entry{}, sem: make(chan struct{}, cfg.Probe.MaxConcurrent), stop: make(chan struct{})}
+	h := &Handler{mapper: mapper, log: log, cfg: cfg, pool: map[key]*entry{}, stop: make(chan struct{})}
+	h.limits(cfg)
 	go h.janitor()
 	return h
 }
@@ -66,13 +69,19 @@ func (h *Handler) Reload(cfg *Config) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.cfg = cfg
-	h.sem = make(chan struct{}, cfg.Probe.MaxConcurrent)
+	h.limits(cfg)
 	for k, e := range h.pool {
 		if e.busy == 0 {
 			e.src.Close()
 			delete(h.pool, k)
 		}
 	}
+}
+
+// limits makes the semaphores of cfg's limits. h.mu is held (or h new).
+func (h *Handler) limits(cfg *Config) {
+	h.sem = make(chan struct{}, cfg.Probe.MaxConcurrent)
+	h.loads = make(chan struct{}, cfg.Probe.MaxMetadataReads)
 }
 
 // Close closes every pooled target.
@@ -161,26 +170,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	deadline := start.Add(timeout)
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
-	select {
-	case sem <- struct{}{}:
-		defer func() { <-sem }()
-	case <-ctx.Done():
-		http.Error(w, fmt.Sprintf("%d probes under way (probe.max_concurrent): none ended within %v", cap(sem), timeout), http.StatusServiceUnavailable)
+	e, err := h.get(key{target, auth, module}, sec, mod, timeout)
+	if _, full := err.(poolFull); full {
+		h.refuse(w, limitTargets, err.Error())
 		return
 	}
-	e, err := h.get(key{target, auth, module}, sec, mod, timeout)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	defer h.release(e)
+	// a target's first probe waits for its metadata, read in the
+	// background (probe.max_metadata_reads at once), without holding one
+	// of the max_concurrent places: the probes of targets already read
+	// go on meanwhile
+	cerr := e.src.ConnectBy(deadline)
+	if cerr == nil {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+			h.refuse(w, limitConcurrent, fmt.Sprintf("%d probes under way (probe.max_concurrent): none ended within %v", cap(sem), timeout))
+			return
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var buf bytes.Buffer
 	ok := 1.0
-	if err := e.src.ConnectBy(deadline); err != nil {
+	if cerr != nil {
 		ok = 0
-		h.log.Debug("probe failed", "target", target, "auth", auth, "err", err)
+		h.log.Debug("probe failed", "target", target, "auth", auth, "err", cerr)
 	} else if err := e.col.Write(&buf, bridge.Format{}); err != nil {
 		ok = 0
 		buf.Reset()
@@ -191,6 +211,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ok == 1 && e.src.Status(time.Now()).Reason != source.ReasonUp {
 		ok = 0
 	}
+	h.count.probe(ok == 1)
 	fmt.Fprintf(&buf, "# HELP pcp_probe_success 1 when pmcd answered the probe.\n# TYPE pcp_probe_success gauge\npcp_probe_success %g\n", ok)
 	fmt.Fprintf(&buf, "# HELP pcp_probe_duration_seconds Time the probe took.\n# TYPE pcp_probe_duration_seconds gauge\npcp_probe_duration_seconds %g\n", time.Since(start).Seconds())
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
@@ -216,7 +237,7 @@ func (h *Handler) get(k key, sec *pmcd.Security, mod Module, timeout time.Durati
 			}
 		}
 		if old == nil {
-			return nil, fmt.Errorf("%d targets pooled and all busy (probe.max_targets)", len(h.pool))
+			return nil, poolFull(len(h.pool))
 		}
 		old.src.Close()
 		delete(h.pool, oldest)
@@ -233,7 +254,7 @@ func (h *Handler) get(k key, sec *pmcd.Security, mod Module, timeout time.Durati
 	}
 	// pmcds differing only in their context labels (hostname, machineid)
 	// share their metadata when these go only into target_info
-	src, err := pmcd.New(k.target, pmcd.Options{Selection: sel, Timeout: timeout, Security: sec, Logger: h.log, ContextApart: mapper.ContextOnTargetOnly()})
+	src, err := pmcd.New(k.target, pmcd.Options{Selection: sel, Timeout: timeout, Security: sec, Logger: h.log, ContextApart: mapper.ContextOnTargetOnly(), Loads: h.loads})
 	if err != nil {
 		return nil, err
 	}
@@ -266,6 +287,14 @@ func (h *Handler) mapperOf(mod Module) (*mapping.Mapper, error) {
 	}
 	h.mappers[n] = m
 	return m, nil
+}
+
+// poolFull is get's error when probe.max_targets targets are pooled and
+// all are being probed.
+type poolFull int
+
+func (n poolFull) Error() string {
+	return fmt.Sprintf("%d targets pooled and all busy (probe.max_targets)", int(n))
 }
 
 func (h *Handler) release(e *entry) {

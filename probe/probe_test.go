@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 )
 
@@ -74,9 +76,12 @@ func TestAllowed(t *testing.T) {
 	}
 }
 
-// TestPoolLimits: silent pmcds (accepting, never greeting) fill neither
-// the pool beyond probe.max_targets nor the probes beyond
-// probe.max_concurrent; each probe ends within the scrape timeout.
+// TestPoolLimits: silent pmcds (accepting, never greeting) do not fill
+// the pool beyond probe.max_targets: while two wait for their greeting,
+// the probes of two more targets are refused (HTTP 503, counted by
+// limit); each probe ends within the scrape timeout. A probe waiting for
+// a target's first metadata holds no probe.max_concurrent place
+// (TestWaitHoldsNoPlace).
 func TestPoolLimits(t *testing.T) {
 	var addrs []string
 	for i := 0; i < 4; i++ {
@@ -126,7 +131,7 @@ func TestPoolLimits(t *testing.T) {
 		resp.Body.Close()
 		return answer{resp.StatusCode, string(b[:n]), time.Since(start)}
 	}
-	// two probes hold both slots for 1 s; two more wait at most 0.3 s
+	// two probes hold both targets for 1 s; two more are refused
 	done := make(chan answer, len(addrs))
 	for i, a := range addrs {
 		timeout := "1.5"
@@ -142,7 +147,7 @@ func TestPoolLimits(t *testing.T) {
 		switch {
 		case a.code == 200 && strings.Contains(a.body, "pcp_probe_success 0"):
 			ok++
-		case a.code == 503 && strings.Contains(a.body, "probe.max_concurrent"):
+		case a.code == 503 && strings.Contains(a.body, "probe.max_targets"):
 			busy++
 		default:
 			t.Errorf("answer %d %q", a.code, a.body)
@@ -154,8 +159,78 @@ func TestPoolLimits(t *testing.T) {
 	if ok != 2 || busy != 2 || h.Targets() != 2 {
 		t.Errorf("%d probes answered, %d refused as busy, %d targets pooled; want 2, 2, 2", ok, busy, h.Targets())
 	}
+	if f, r := h.count.failed.Load(), h.count.refusedMax.Load(); f != 2 || r != 2 {
+		t.Errorf("counted %d failed, %d refused by max_targets; want 2, 2", f, r)
+	}
 	// a third target evicts the least recently probed
 	if a := probe(addrs[3], "0.8"); a.code != 200 || h.Targets() != 2 {
 		t.Errorf("third target: %d, %d pooled", a.code, h.Targets())
+	}
+}
+
+// TestWaitHoldsNoPlace: a probe waiting for a silent pmcd's greeting
+// holds no probe.max_concurrent place, so the only place stays free for a
+// probe of an answering pmcd (the system pmcd); a probe that finds every
+// place taken is refused within its timeout and counted.
+func TestWaitHoldsNoPlace(t *testing.T) {
+	e2e.RequirePMCD(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	cfg, err := Load(writeConfig(t, "modules: {one: {metrics: [kernel.all.load]}}\nprobe: {allow: [127.0.0.0/8], max_concurrent: 1}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mapping.New(nil, mapping.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(cfg, m, nil)
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	probe := func(target, timeout string) (int, string) {
+		req, _ := http.NewRequest("GET", srv.URL+"?module=one&target="+target, nil)
+		req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", timeout)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	silent := make(chan int)
+	go func() {
+		code, _ := probe(ln.Addr().String(), "4")
+		silent <- code
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if code, body := probe("127.0.0.1:44321", "3"); code != 200 || !strings.Contains(body, "\npcp_probe_success 1\n") {
+		t.Errorf("the system pmcd's probe beside a silent pmcd's: %d %q", code, body)
+	}
+	if code := <-silent; code != 200 {
+		t.Errorf("the silent pmcd's probe: %d", code)
+	}
+	h.sem <- struct{}{} // every place taken
+	start := time.Now()
+	code, body := probe("127.0.0.1:44321", "1")
+	if code != 503 || !strings.Contains(body, "probe.max_concurrent") || time.Since(start) > 2*time.Second {
+		t.Errorf("a probe with every place taken: %d %q after %v", code, body, time.Since(start))
+	}
+	if n := h.count.refusedConcurrent.Load(); n != 1 {
+		t.Errorf("%d refusals by max_concurrent counted, want 1", n)
 	}
 }

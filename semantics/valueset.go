@@ -29,8 +29,9 @@ func (v *Value) SetBytes(t Type, b []byte) {
 // The value sets of pmcd's fetch results and of v3 archive records share a
 // layout (pmValueSet): {inst, value} pairs whose value is either the datum
 // itself (PM_VAL_INSITU) or a pointer to a pmValueBlock. InsituValue and
-// BlockValue decode one value of either form; the walk over the sets is the
-// reader's own, since pointers are relative to different starts.
+// BlockValue decode one value of either form; the walk over the sets is
+// internal/pcpwire's (pointers are relative to different starts: its
+// Blocks says where).
 
 // Value formats of a pmValueSet (PM_VAL_*).
 const (

@@ -34,6 +34,15 @@ func InstancesInForce(src InstanceLister, indom semantics.InDom, t time.Time) ([
 	return src.Instances(indom), time.Time{}
 }
 
+// HasInDomHistory reports whether src (through wrappers) names its
+// instances as at a time (InDomHistory): then InstanceNames' answers hold
+// for the spans they say, where a source without history must be asked
+// again at every read (a live source's instances come and go).
+func HasInDomHistory(src InstanceLister) bool {
+	_, ok := capability[InDomHistory](src)
+	return ok
+}
+
 // InstanceNames finds instances by id at the times of the values a
 // consumer reads, asking the source again only when the time passes out of
 // the span its last answer holds for.

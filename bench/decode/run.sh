@@ -64,4 +64,4 @@ for w in w2v2 w2v3; do
 done
 echo
 echo "go test -bench Decode -benchmem (PCPX_BENCH_ARCHIVE=$dir/w2v2):"
-(cd "$root" && PCPX_BENCH_ARCHIVE="$dir/w2v2" go test -run '^$' -bench '^BenchmarkDecode$' -benchmem -count 3 ./source/archive | grep -E '^Benchmark')
+(cd "$root" && PCPX_BENCH_ARCHIVE="$dir/w2v2" go test -run '^$' -bench '^BenchmarkDecode$' -benchmem -count 3 ./source/archive/pcplog | grep -E '^Benchmark')

@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -33,6 +34,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -316,17 +318,19 @@ func load(args []string) error {
 	}
 	client := &http.Client{Timeout: time.Duration(*timeout*float64(time.Second)) + time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	var mu sync.Mutex
-	var lat []time.Duration
-	var ok, failed, errs int
-	why := map[string]int{}
+	// each target's first probe reads its metadata: counted apart
+	var initial, later tally
+	var byMinute [][2]int // probes started in each minute, and of them not answered
 	var wg sync.WaitGroup
-	end := time.Now().Add(*dur)
+	begin := time.Now()
+	end := begin.Add(*dur)
 	gap := *every / time.Duration(*n)
 	for i, a := range as {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			time.Sleep(time.Duration(i) * gap)
+			st := &initial
 			for t := time.Now(); t.Before(end); t = t.Add(*every) {
 				time.Sleep(time.Until(t))
 				req, _ := http.NewRequest("GET", *url+a, nil)
@@ -340,37 +344,86 @@ func load(args []string) error {
 				}
 				d := time.Since(start)
 				mu.Lock()
+				m := int(start.Sub(begin) / time.Minute)
+				for len(byMinute) <= m {
+					byMinute = append(byMinute, [2]int{})
+				}
+				byMinute[m][0]++
+				if err != nil || resp.StatusCode != 200 || indexOf(string(body), *expect) < 0 {
+					byMinute[m][1]++
+				}
 				switch {
 				case err != nil:
-					errs++
-					why["client: "+errKind(err)]++
+					st.add("client: "+errKind(err), 1)
 				case resp.StatusCode != 200:
-					errs++
-					why[fmt.Sprintf("HTTP %d: %.60s", resp.StatusCode, body)]++
+					st.add(fmt.Sprintf("HTTP %d: %.60s", resp.StatusCode, body), 1)
 				case indexOf(string(body), *expect) >= 0:
-					ok++
-					lat = append(lat, d)
+					st.lat = append(st.lat, d)
 				default:
-					failed++
+					st.failed++
 				}
 				mu.Unlock()
+				st = &later
 			}
 		}()
 	}
 	wg.Wait()
-	slices.Sort(lat)
-	pct := func(p float64) time.Duration {
-		if len(lat) == 0 {
-			return 0
+	var all tally
+	for _, t := range []*tally{&initial, &later} {
+		all.lat = append(all.lat, t.lat...)
+		all.failed += t.failed
+		for w, n := range t.why {
+			all.add(w, n)
 		}
-		return lat[int(p*float64(len(lat)-1))]
 	}
-	fmt.Printf("probes: %d succeeded, %d pcp_probe_success 0, %d HTTP errors; latency p50 %v p90 %v p99 %v max %v\n",
-		ok, failed, errs, pct(.5).Round(time.Microsecond), pct(.9).Round(time.Microsecond), pct(.99).Round(time.Microsecond), pct(1).Round(time.Microsecond))
-	for w, n := range why {
-		fmt.Printf("  %d %q\n", n, w)
+	all.print("all probes: ")
+	initial.print("first probe of each target: ")
+	later.print("later probes: ")
+	fmt.Print("not answered by minute of the run:")
+	for m, c := range byMinute {
+		fmt.Printf(" %d: %d/%d", m, c[1], c[0])
+	}
+	fmt.Println()
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		fmt.Printf("load generator CPU %.3f cores\n", cpu.Seconds()/time.Since(begin).Seconds())
 	}
 	return nil
+}
+
+// tally counts probes: answered (their latencies), pcp_probe_success 0,
+// and HTTP errors by cause.
+type tally struct {
+	lat    []time.Duration
+	failed int
+	why    map[string]int
+}
+
+func (t *tally) add(why string, n int) {
+	if t.why == nil {
+		t.why = map[string]int{}
+	}
+	t.why[why] += n
+}
+
+func (t *tally) print(what string) {
+	slices.Sort(t.lat)
+	pct := func(p float64) time.Duration {
+		if len(t.lat) == 0 {
+			return 0
+		}
+		return t.lat[int(p*float64(len(t.lat)-1))].Round(time.Microsecond)
+	}
+	errs := 0
+	for _, n := range t.why {
+		errs += n
+	}
+	fmt.Printf("%sprobes: %d succeeded, %d pcp_probe_success 0, %d HTTP errors; latency p50 %v p90 %v p99 %v max %v\n",
+		what, len(t.lat), t.failed, errs, pct(.5), pct(.9), pct(.99), pct(1))
+	for _, w := range slices.Sorted(maps.Keys(t.why)) {
+		fmt.Printf("  %d %q\n", t.why[w], w)
+	}
 }
 
 // errKind names a client error briefly (a timeout, a refused connection).

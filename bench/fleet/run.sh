@@ -31,7 +31,10 @@ PMPROXY_PORT=${PMPROXY_PORT:-44412}
 PMPROXY_N=${PMPROXY_N:-10}
 w=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$w"; }
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	if [[ -n ${KEEP:-} ]]; then echo "kept $w" >&2; else rm -rf "$w"; fi
+}
 trap cleanup EXIT
 (cd "$root" && go build -o "$w/fleet" ./bench/fleet && go build -o "$w/pcpx" ./cmd/pcp-exporter)
 PCPX=${PCPX:-$w/pcpx}
@@ -51,15 +54,13 @@ PCP_RUN_DIR=$w/pmcd "$pmcd" -f -A -i 127.0.0.1 -p "$PMCD_PORT" -s "$w/pmcd/pmcd.
 pids+=($!)
 cat > "$w/pmcd.yml" <<CONF
 modules:
-  default: {timeout: 60s, metrics: $MODULE_METRICS}
+  default: {timeout: 60s, metrics: $MODULE_METRICS} # the recording probes send no scrape timeout
 probe:
   allow: [127.0.0.0/8]
-  max_targets: 5000
-  max_concurrent: 256
-  idle_timeout: 10m
 CONF
+read -ra exargs <<<"${EXPORTER_ARGS:-}"
 serve() {
-	"$PCPX" serve --web.listen-address="127.0.0.1:$PORT" --mmv.dir="$w/mmv" --pmcd.config="$w/pmcd.yml" >"$w/exp.log" 2>&1 &
+	"$PCPX" serve --web.listen-address="127.0.0.1:$PORT" --mmv.dir="$w/mmv" --pmcd.config="$w/pmcd.yml" "${exargs[@]}" >"$w/exp${1:-}.log" 2>&1 &
 	exp=$!
 	pids+=("$exp")
 	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/-/healthy" >/dev/null && return; sleep 0.1; done
@@ -101,7 +102,7 @@ rss=()
 echo "load: $(uptime | sed 's/.*load average/load average/')"
 for n in $((N / 10)) "$N"; do
 	sleep 1
-	serve
+	serve "-$n"
 	c0=$(cpu "$exp")
 	s0=$(cpu "$sim")
 	t0=$(date +%s.%N)
@@ -124,6 +125,7 @@ for n in $((N / 10)) "$N"; do
 	c1=$(cpu "$exp")
 	s1=$(cpu "$sim")
 	r=$(rss "$exp")
+	curl -sf -o "$w/metrics-$n.txt" "http://127.0.0.1:$PORT/metrics" || true
 	echo "$n targets: exporter RSS $((r / 1024)) MiB, CPU $(echo "($c1 - $c0) / $hz / ($t1 - $t0)" | bc -l | cut -c1-5) cores over the run (first probes read each target's metadata); simulator CPU $(echo "($s1 - $s0) / $hz / ($t1 - $t0)" | bc -l | cut -c1-5) cores"
 	rss+=("$r")
 	kill "$exp"

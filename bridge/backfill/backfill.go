@@ -3,9 +3,11 @@
 // them (package mapping), and writes them to a sink: TSDB blocks, remote
 // write, or an OpenMetrics file for promtool. Samples are either every
 // recorded value (raw) or values interpolated by libpcp's rules on a grid of
-// multiples of a step (what `replay` gives). Memory stays bounded: archives
-// are read incrementally and samples flow to the sink in batches. A run's
-// outcome can be written for node_exporter's textfile collector (textfile.go).
+// multiples of a step (what `replay` gives): step.go reads the replay
+// through bridge.Collector, the reading of a scrape and of the OTLP push,
+// and raw.go reads the records. Memory stays bounded: archives are read
+// incrementally and samples flow to the sink in batches. A run's outcome
+// can be written for node_exporter's textfile collector (textfile.go).
 package backfill
 
 import (
@@ -23,7 +25,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Series is one time series: its labels, __name__ included, sorted by name.
@@ -49,7 +51,7 @@ type Sample struct {
 	V      float64
 	// Start is a counter series' start (nanoseconds since the epoch; 0 for
 	// other series), by bridge.CounterStart's rule with the archives'
-	// generations (see run.emit): OpenMetrics _created and OTLP start times
+	// generations (see run.start): OpenMetrics _created and OTLP start times
 	// come from it, as the live exporter gives them.
 	Start int64
 }
@@ -102,7 +104,7 @@ func (o Outcome) rejected() int {
 type Options struct {
 	// Archives form one timeline (pmlogger's daily archives of a host), or
 	// are the archives of several hosts: see Run.
-	Archives []*archive.Archive
+	Archives []*pcplog.Archive
 	Mapper   *mapping.Mapper
 	// Step is the grid of interpolated samples; 0 writes every recorded
 	// value (raw).
@@ -337,10 +339,6 @@ type run struct {
 	series   map[seriesKey]*Series
 	hints    [][]seriesHint // by family of the current source, value position
 	byLabels map[string]*Series
-	fams     []*mapping.Family // of the current source
-	byPMID   map[semantics.PMID][]int
-	names    *source.InstanceNames // of the current source
-	src      source.InstanceLister
 	// targets are the archives' target labels (the labels that tell them
 	// apart stay on the series); resource is the current source's
 	// OpenTelemetry resource; info its target_info series (nil: none),
@@ -351,60 +349,52 @@ type run struct {
 	resource []mapping.LabelPair
 	info     *Series
 	infoT    int64 // milliseconds
-	// counter starts by Series.ID, with each series' last sample time
-	// (milliseconds), and the generation of the values read now (the
-	// archive's run start: see emit)
-	starts []bridge.CounterStart
-	lastT  []int64
-	gen    time.Time
+	// counter starts by Series.ID, with the read (step) in which each
+	// series last had a value: see start
+	starts   []bridge.CounterStart
+	lastRead []int64
+	reads    int64
 }
 
-func (r *run) mapFamilies(metrics []source.Metric) {
-	target := r.opts.Mapper.TargetLabels(metrics, nil)
+// source starts the samples of a source (an archive in raw mode, the
+// replay in step mode) of these metrics and target labels: its resource
+// and target_info series, and the metrics its mapping skipped.
+func (r *run) source(metrics []source.Metric, target []mapping.LabelPair, skipped []mapping.Skipped) {
 	r.resource = r.opts.Mapper.Resource(metrics, target)
-	fams, skipped := r.opts.Mapper.MapSource(metrics, target, mapping.NewNamespace(r.targets...))
 	r.info, r.infoT = nil, math.MinInt64
-	if r.opts.Mapper.Lean() && !r.opts.NoTargetInfo && len(target) > 0 && (r.opts.Families == nil || r.opts.Families[mapping.TargetInfoName]) {
+	if r.opts.Mapper.Lean() && !r.opts.NoTargetInfo && len(target) > 0 && r.keeps(mapping.TargetInfoName) {
 		r.info = r.seriesOf(append([]mapping.LabelPair{{Name: "__name__", Value: mapping.TargetInfoName}}, target...), mapping.TargetInfo(), nil)
 	}
 	for _, s := range skipped {
 		r.st.Skipped["metric_"+string(s.Reason)]++
 	}
-	r.fams = nil // the series made so far keep theirs
-	r.byPMID = map[semantics.PMID][]int{}
-	for i := range fams {
-		f := &fams[i]
-		if r.opts.Families != nil && !r.opts.Families[f.Name] {
-			continue
-		}
-		r.fams = append(r.fams, f)
-		r.byPMID[f.Desc.PMID] = append(r.byPMID[f.Desc.PMID], len(r.fams)-1)
-	}
 	r.series = map[seriesKey]*Series{}
 	r.hints = r.hints[:0]
-	r.names = source.NewInstanceNames(r.src)
+}
+
+// keeps reports whether the run writes the family of this name.
+func (r *run) keeps(name string) bool {
+	return r.opts.Families == nil || r.opts.Families[name]
 }
 
 // seriesKey identifies a series of a run: family, instance (its id and its
 // name at the sample's time: a renamed instance is another series), and for
 // info metrics the string value (a label).
 type seriesKey struct {
-	fam  int
+	fam  *mapping.Family
 	inst int32
 	name string
 	info string
 }
 
-// lookup returns the series of a family's instance at t (and, for an info
-// family, string value) in the current source, making it on first use;
-// series with the same labels are one, whatever the source.
-func (r *run) lookup(fi int, inst int32, info string, t time.Time) *Series {
-	f := r.fams[fi]
-	var in *source.Instance
-	k := seriesKey{fam: fi, inst: inst, info: info}
-	if f.Desc.InDom != semantics.InDomNull {
-		in, _ = r.names.Lookup(f.Desc.InDom, inst, t)
-		k.name = in.Name
+// lookup returns the series of family f (of the current source) for
+// instance in (nil: singular) and, for an info family, string value,
+// making it on first use; series with the same labels are one, whatever
+// the source.
+func (r *run) lookup(f *mapping.Family, in *source.Instance, info string) *Series {
+	k := seriesKey{fam: f, info: info}
+	if in != nil {
+		k.inst, k.name = in.ID, in.Name
 	}
 	if s := r.series[k]; s != nil {
 		return s
@@ -441,48 +431,45 @@ func (r *run) seriesOf(ls []mapping.LabelPair, f *mapping.Family, attrs []mappin
 	return s
 }
 
-// seriesHint is the series last emitted at a value position of a family.
+// seriesHint is the series last written at a value position of a family:
+// sets list their instances in the same order time after time, so it is
+// tried first. It holds while the family and the instance (id, and
+// generation of the instance names in raw mode, name in step mode) are the
+// same.
 type seriesHint struct {
+	fam  *mapping.Family
 	inst int32
 	gen  uint64 // of the instance names (source.InstanceNames.Gen)
+	name string
 	s    *Series
 }
 
-// instGen is the generation of family fi's instances at t (see
-// source.InstanceNames.Gen), taken once per value set.
-func (r *run) instGen(fi int, t time.Time) uint64 {
-	if indom := r.fams[fi].Desc.InDom; indom != semantics.InDomNull {
-		return r.names.Gen(indom, t)
+// hintsOf returns the hints of family fi's first n value positions.
+func (r *run) hintsOf(fi, n int) []seriesHint {
+	if len(r.hints) <= fi {
+		r.hints = append(r.hints, make([][]seriesHint, fi+1-len(r.hints))...)
 	}
-	return 0
+	if len(r.hints[fi]) < n {
+		r.hints[fi] = append(r.hints[fi], make([]seriesHint, n-len(r.hints[fi]))...)
+	}
+	return r.hints[fi][:n]
 }
 
-// emit turns one PCP value into a sample. pos is the value's position in
-// its value set: sets list their instances in the same order time after
-// time, so the series last found at a position (with the instances'
-// generation gen) is tried first.
-func (r *run) emit(fi, pos int, gen uint64, inst int32, v semantics.Value, t time.Time) error {
-	f := r.fams[fi]
-	var s *Series
-	val := 1.0
-	if f.Type == mapping.Info {
-		s = r.lookup(fi, inst, strings.ToValidUTF8(v.Str(), "\uFFFD"), t)
-	} else {
-		if val = f.Float64(v); r.otel {
-			val = f.OTelValue(v) // the live push's conversion
-		}
-		if len(r.hints) <= fi {
-			r.hints = append(r.hints, make([][]seriesHint, fi+1-len(r.hints))...)
-		}
-		if len(r.hints[fi]) <= pos {
-			r.hints[fi] = append(r.hints[fi], make([]seriesHint, pos+1-len(r.hints[fi]))...)
-		}
-		h := &r.hints[fi][pos]
-		if h.s == nil || h.inst != inst || h.gen != gen {
-			*h = seriesHint{inst: inst, gen: gen, s: r.lookup(fi, inst, "", t)}
-		}
-		s = h.s
+// value is a PCP value in family f's unit, as the output gives it: as the
+// live push converts it for the OTLP sink, 1 for an info metric.
+func (r *run) value(f *mapping.Family, v semantics.Value) float64 {
+	switch {
+	case f.Type == mapping.Info:
+		return 1
+	case r.otel:
+		return f.OTelValue(v) // the live push's conversion
 	}
+	return f.Float64(v)
+}
+
+// sample writes value val of series s at t; gen is the generation of a
+// counter's values (see start).
+func (r *run) sample(s *Series, val float64, t, gen time.Time) error {
 	r.st.Read++
 	if r.st.First.IsZero() || t.Before(r.st.First) {
 		r.st.First = t
@@ -491,12 +478,13 @@ func (r *run) emit(fi, pos int, gen uint64, inst int32, v semantics.Value, t tim
 		r.st.Last = t
 	}
 	r.st.Progress = t
-	if ms := t.UnixMilli(); r.info != nil && ms > r.infoT {
+	ms := t.UnixMilli()
+	if r.info != nil && ms > r.infoT {
 		r.infoT = ms
 		r.st.Read++
 		r.batch = append(r.batch, Sample{Series: r.info, T: ms, V: 1})
 	}
-	r.batch = append(r.batch, Sample{Series: s, T: t.UnixMilli(), V: val, Start: r.start(s, val, t)})
+	r.batch = append(r.batch, Sample{Series: s, T: ms, V: val, Start: r.start(s, val, t, gen)})
 	if len(r.batch) >= batchSize {
 		return r.flush()
 	}
@@ -505,22 +493,22 @@ func (r *run) emit(fi, pos int, gen uint64, inst int32, v semantics.Value, t tim
 
 // start returns a counter series' start after its value v at t (0 for
 // other series): bridge.CounterStart, the rule of /metrics and the OTLP
-// push, with r.gen as the generation. A series goes on (continued) in step
-// mode when it had a value one step before; in raw mode always, as its
-// values come in records of their own times (a <mark> makes a new
-// generation, a value that goes down a reset).
-func (r *run) start(s *Series, v float64, t time.Time) int64 {
+// push, with gen as the generation. As in the push, a series goes on
+// (continued) when it had a value at the previous read (in step mode, one
+// step before); in raw mode always, as its values come in records of their
+// own times (a <mark> makes a new generation, a value that goes down a
+// reset).
+func (r *run) start(s *Series, v float64, t, gen time.Time) int64 {
 	if s.Family.Type != mapping.Counter {
 		return 0
 	}
 	for len(r.starts) <= s.ID {
 		r.starts = append(r.starts, bridge.CounterStart{})
-		r.lastT = append(r.lastT, math.MinInt64)
+		r.lastRead = append(r.lastRead, math.MinInt64)
 	}
-	ms := t.UnixMilli()
-	continued := r.opts.Step <= 0 || r.lastT[s.ID] == ms-r.opts.Step.Milliseconds()
-	r.lastT[s.ID] = ms
-	return r.starts[s.ID].Observe(v, t, r.gen, continued).UnixNano()
+	continued := r.opts.Step <= 0 || r.lastRead[s.ID] == r.reads-1
+	r.lastRead[s.ID] = r.reads
+	return r.starts[s.ID].Observe(v, t, gen, continued).UnixNano()
 }
 
 // flush hands the batch to the writer; it returns the sink's error once
@@ -552,139 +540,4 @@ func (r *run) inRange(t time.Time) bool {
 		return false
 	}
 	return true
-}
-
-// raw writes every recorded value, archive after archive in time order.
-func (r *run) raw(ctx context.Context) error {
-	as := append([]*archive.Archive(nil), r.opts.Archives...)
-	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
-	for _, a := range as {
-		r.src = a
-		r.mapFamilies(a.Metrics())
-		var rd *archive.Reader
-		if !r.opts.Start.IsZero() {
-			rd = a.RecordsFrom(r.opts.Start)
-		} else {
-			rd = a.Records()
-		}
-		rd.Only(func(p semantics.PMID) bool { _, ok := r.byPMID[p]; return ok })
-		// the run in force where the reading starts (a <mark> before
-		// --start included), then each <mark> read
-		from := a.Label().Start
-		if r.opts.Start.After(from) {
-			from = r.opts.Start
-		}
-		r.gen = archive.RunStart([]*archive.Archive{a}, from)
-		n := 0
-		for rd.Next() {
-			if n++; n%1024 == 0 && ctx.Err() != nil {
-				rd.Close()
-				return ctx.Err()
-			}
-			rec := rd.Record()
-			if rec.Mark {
-				r.gen = rec.Time
-			}
-			if rec.Mark || !r.inRange(rec.Time) {
-				if !r.opts.Finish.IsZero() && rec.Time.After(r.opts.Finish) {
-					break
-				}
-				continue
-			}
-			for _, set := range rec.Sets {
-				fis, ok := r.byPMID[set.PMID]
-				if !ok {
-					continue
-				}
-				if set.Err != nil {
-					r.st.Skipped[SkippedError+set.Err.Error()] += int64(len(fis))
-					continue
-				}
-				for _, fi := range fis {
-					gen := r.instGen(fi, rec.Time)
-					for j, iv := range set.Values {
-						if err := r.emit(fi, j, gen, iv.Inst, iv.Value, rec.Time); err != nil {
-							rd.Close()
-							return err
-						}
-					}
-				}
-			}
-		}
-		err := rd.Err()
-		rd.Close()
-		if err != nil {
-			return err
-		}
-		if err := r.flush(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// step writes interpolated values at every multiple of the step.
-func (r *run) step(ctx context.Context) error {
-	rp, err := archive.NewReplay(r.opts.Archives, archive.ReplayOptions{Interp: r.opts.Interp})
-	if err != nil {
-		return err
-	}
-	defer rp.Close() // stops its reading goroutine
-	var src source.Source = rp
-	if r.opts.Wrap != nil {
-		if src, err = r.opts.Wrap(src); err != nil {
-			return err
-		}
-	}
-	src = r.opts.Mapper.Wrap(src)
-	r.src = src
-	r.mapFamilies(src.Metrics())
-	pmids := make([]semantics.PMID, len(r.fams))
-	for i, f := range r.fams {
-		pmids[i] = f.Desc.PMID
-	}
-	end, err := rp.End()
-	if err != nil {
-		return err
-	}
-	if !r.opts.Finish.IsZero() && r.opts.Finish.Before(end) {
-		end = r.opts.Finish
-	}
-	start := rp.Start()
-	if !r.opts.Start.IsZero() && r.opts.Start.After(start) {
-		start = r.opts.Start
-	}
-	step := r.opts.Step
-	t := start.Truncate(step)
-	if t.Before(start) {
-		t = t.Add(step)
-	}
-	var res source.Result
-	for ; !t.After(end); t = t.Add(step) {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err := src.Fetch(t, pmids, &res); err != nil {
-			if errors.Is(err, semantics.ErrEOL) {
-				break
-			}
-			return err
-		}
-		for i, set := range res.Sets {
-			if set.Err != nil {
-				r.st.Skipped[SkippedError+set.Err.Error()]++
-				continue
-			}
-			if r.fams[i].Type == mapping.Counter {
-				r.gen = source.GenerationOf(src, set.PMID)
-			}
-			gen := r.instGen(i, t)
-			for j, iv := range set.Values {
-				if err := r.emit(i, j, gen, iv.Inst, iv.Value, t); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
 }

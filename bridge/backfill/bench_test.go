@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // BenchmarkBackfillW2 backfills workload W2 (bench/lib.sh; $W2_DIR, default
@@ -30,11 +30,11 @@ func BenchmarkBackfillW2(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var n int64
 			for i := 0; i < b.N; i++ {
-				a, err := archive.Open(path)
+				a, err := pcplog.Open(path)
 				if err != nil {
 					b.Fatal(err)
 				}
-				st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}, Step: step}, sinkFunc(func(s []Sample) (int, error) { return 0, nil }))
+				st, err := Run(context.Background(), Options{Archives: []*pcplog.Archive{a}, Step: step}, sinkFunc(func(s []Sample) (int, error) { return 0, nil }))
 				if err != nil {
 					b.Fatal(err)
 				}

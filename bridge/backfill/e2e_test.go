@@ -25,7 +25,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 const corpus = "../../testdata/pcp-corpus"
@@ -68,8 +68,8 @@ func pminfoFactors(t *testing.T, rel string) map[string]float64 {
 // round the last bits differently from the test's multiplication.
 func num(v float64) string { return strconv.FormatFloat(v, 'g', 12, 64) }
 
-func openArchive(t *testing.T, rel string) *archive.Archive {
-	a, err := archive.Open(filepath.Join(corpus, "archives", rel))
+func openArchive(t *testing.T, rel string) *pcplog.Archive {
+	a, err := pcplog.Open(filepath.Join(corpus, "archives", rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func openArchive(t *testing.T, rel string) *archive.Archive {
 
 // expectedRaw reads records.csv (libpcp's every-record answer) into
 // "promname|instname|ms|value" rows, values scaled to base units.
-func expectedRaw(t *testing.T, a *archive.Archive, rel string) map[string]bool {
+func expectedRaw(t *testing.T, a *pcplog.Archive, rel string) map[string]bool {
 	m, _ := mapping.New(nil, mapping.Options{})
 	fams, _ := m.MapAll(a.Metrics(), nil)
 	name := map[string]*mapping.Family{}
@@ -148,7 +148,7 @@ func storedRaw(t *testing.T, base string, names []string, at time.Time) map[stri
 	return out
 }
 
-func promNames(t *testing.T, a *archive.Archive) []string {
+func promNames(t *testing.T, a *pcplog.Archive) []string {
 	m, _ := mapping.New(nil, mapping.Options{})
 	fams, _ := m.MapAll(a.Metrics(), nil)
 	var out []string
@@ -197,7 +197,7 @@ func TestRawIntoTSDBBlocks(t *testing.T) {
 			a := openArchive(t, rel)
 			dir := t.TempDir()
 			sink := NewTSDBSink(dir, nil)
-			st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}}, sink)
+			st, err := Run(context.Background(), Options{Archives: []*pcplog.Archive{a}}, sink)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,7 +229,7 @@ func TestLabelsIntoTSDBBlocks(t *testing.T) {
 	dir := t.TempDir()
 	sink := NewTSDBSink(dir, nil)
 	extra := labelPairs("instance", "host:9100", "job", "pcp")
-	st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}, Labels: extra}, sink)
+	st, err := Run(context.Background(), Options{Archives: []*pcplog.Archive{a}, Labels: extra}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestOpenMetricsThroughPromtool(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := WriteOpenMetrics(context.Background(), Options{Archives: []*archive.Archive{a}}, f, false)
+			st, err := WriteOpenMetrics(context.Background(), Options{Archives: []*pcplog.Archive{a}}, f, false)
 			f.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -294,7 +294,7 @@ func TestStepMatchesReplay(t *testing.T) {
 		}
 		return 0, nil
 	})
-	if _, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}, Step: 10 * time.Second}, sink); err != nil {
+	if _, err := Run(context.Background(), Options{Archives: []*pcplog.Archive{a}, Step: 10 * time.Second}, sink); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(filepath.Join(corpus, "archives/seedtables/expected/seedtables.t10-S0.interp.nearest.csv"))
@@ -351,7 +351,7 @@ func TestRemoteWriteIntoPrometheus(t *testing.T) {
 	base := e2e.StartPrometheus(t, oooConfig, "", "--web.enable-remote-write-receiver")
 	for _, rel := range []string{"seedtables/seedtables", "indoms/indoms", "marks/marks"} {
 		a := openArchive(t, rel)
-		st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}}, NewRemoteWriteSink(base+"/api/v1/write", nil))
+		st, err := Run(context.Background(), Options{Archives: []*pcplog.Archive{a}}, NewRemoteWriteSink(base+"/api/v1/write", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +380,7 @@ func TestRemoteWriteIntoVictoriaMetrics(t *testing.T) {
 	a := openArchive(t, rel)
 	want := expectedRaw(t, a, rel)
 	for run := 1; run <= 2; run++ {
-		st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}}, NewRemoteWriteSink(base+"/api/v1/write", nil))
+		st, err := Run(context.Background(), Options{Archives: []*pcplog.Archive{a}}, NewRemoteWriteSink(base+"/api/v1/write", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -505,7 +505,7 @@ func TestRemoteWriteSurvivesReceiverFaults(t *testing.T) {
 	sink := NewRemoteWriteSink(srv.URL+"/api/v1/write", nil)
 	sink.Client.Timeout = time.Second
 	sink.MinBackoff = 10 * time.Millisecond
-	st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}}, sink)
+	st, err := Run(context.Background(), Options{Archives: []*pcplog.Archive{a}}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +545,7 @@ func epochMillis(t *testing.T, s string) int64 {
 // alone (a series belongs to its family, whatever the other archives hold).
 func TestRawSeveralArchives(t *testing.T) {
 	rels := []string{"types/types", "indoms/indoms", "live/live"}
-	collect := func(as []*archive.Archive) map[string]int {
+	collect := func(as []*pcplog.Archive) map[string]int {
 		got := map[string]int{}
 		sink := sinkFunc(func(b []Sample) (int, error) {
 			for _, s := range b {
@@ -565,11 +565,11 @@ func TestRawSeveralArchives(t *testing.T) {
 		return got
 	}
 	want := map[string]int{}
-	var all []*archive.Archive
+	var all []*pcplog.Archive
 	for _, rel := range rels {
 		a := openArchive(t, rel)
 		all = append(all, a)
-		for k, n := range collect([]*archive.Archive{a}) {
+		for k, n := range collect([]*pcplog.Archive{a}) {
 			want[k] += n
 		}
 	}
@@ -606,7 +606,7 @@ func TestStepLeavesNoGoroutine(t *testing.T) {
 	a := openArchive(t, "live/live")
 	before := runtime.NumGoroutine()
 	for i := 0; i < 5; i++ {
-		if _, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}, Step: time.Second}, sinkFunc(func([]Sample) (int, error) { return 0, nil })); err != nil {
+		if _, err := Run(context.Background(), Options{Archives: []*pcplog.Archive{a}, Step: time.Second}, sinkFunc(func([]Sample) (int, error) { return 0, nil })); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // fakeReceiver is a remote-write receiver on loopback that decodes every
@@ -338,7 +338,7 @@ func TestRemoteWriteFaults(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
 				began := time.Now()
-				st, err := Run(ctx, Options{Archives: []*archive.Archive{a}, FailFast: c.failFast}, kind.sink(rcv.url(), faultTimeout))
+				st, err := Run(ctx, Options{Archives: []*pcplog.Archive{a}, FailFast: c.failFast}, kind.sink(rcv.url(), faultTimeout))
 				took := time.Since(began)
 				distinct, total := rcv.counts()
 				t.Logf("%+v, receiver: %d distinct, %d stored, %d requests, %v", st, distinct, total, rcv.requests, took)
@@ -441,7 +441,7 @@ func TestRemoteWriteCancel(t *testing.T) {
 						time.Sleep(10 * time.Millisecond)
 					}
 				}()
-				st, err := Run(ctx, Options{Archives: []*archive.Archive{a}}, sink)
+				st, err := Run(ctx, Options{Archives: []*pcplog.Archive{a}}, sink)
 				took := time.Since(at)
 				if !errors.Is(err, context.Canceled) {
 					t.Errorf("err = %v, want context canceled", err)
@@ -478,7 +478,7 @@ func TestRemoteWriteRealPrometheusRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := openArchive(t, "indoms/indoms")
-	st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}}, NewRemoteWriteSink(base+"/api/v1/write", nil))
+	st, err := Run(context.Background(), Options{Archives: []*pcplog.Archive{a}}, NewRemoteWriteSink(base+"/api/v1/write", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +526,7 @@ func TestOTLPPartialSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := openArchive(t, "seedtables/seedtables")
-	st, err := Run(context.Background(), Options{Archives: []*archive.Archive{a}}, NewOTLPSink(exp, nil))
+	st, err := Run(context.Background(), Options{Archives: []*pcplog.Archive{a}}, NewOTLPSink(exp, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

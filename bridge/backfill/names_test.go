@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // TestInstanceNamesInForce: buggy_archive (PCP QA) renumbers its
@@ -21,7 +21,7 @@ import (
 // the same per name, with pmGetInDom after pmSetMode to the start naming the
 // ids as before the renumbering).
 func TestInstanceNamesInForce(t *testing.T) {
-	a, err := archive.Open("../../testdata/pcp-qa/buggy_archive")
+	a, err := pcplog.Open("../../testdata/pcp-qa/buggy_archive")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestInstanceNamesInForce(t *testing.T) {
 			}
 			return 0, nil
 		})
-		opts := Options{Archives: []*archive.Archive{a}, Step: step, Interp: semantics.InterpPrior}
+		opts := Options{Archives: []*pcplog.Archive{a}, Step: step, Interp: semantics.InterpPrior}
 		if _, err := Run(context.Background(), opts, sink); err != nil {
 			t.Fatal(err)
 		}

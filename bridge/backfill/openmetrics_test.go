@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // TestOpenMetricsFile reads backfill OpenMetrics files of corpus archives
@@ -31,7 +31,7 @@ func TestOpenMetricsFile(t *testing.T) {
 		t.Run(rel, func(t *testing.T) {
 			labelStart, marks := dumplog(t, rel)
 			var out bytes.Buffer
-			if _, err := WriteOpenMetrics(context.Background(), Options{Archives: []*archive.Archive{openArchive(t, rel)}}, &out, true); err != nil {
+			if _, err := WriteOpenMetrics(context.Background(), Options{Archives: []*pcplog.Archive{openArchive(t, rel)}}, &out, true); err != nil {
 				t.Fatal(err)
 			}
 			b := out.Bytes()

@@ -18,6 +18,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // demoArchive is a 3-minute pmlogger recording of this project's corpus
@@ -91,6 +92,37 @@ func openArchiveKind(f *serveFlags, o *opened, logger *slog.Logger) error {
 	return nil
 }
 
+// openArchivesOnce opens the archives a command reading once names:
+// replayed as one timeline, or with f.apart each a replay of its own.
+func openArchivesOnce(f *onceFlags, o *opened, _ *slog.Logger) error {
+	if f.archives == nil || len(*f.archives) == 0 {
+		return nil
+	}
+	as, err := pcplog.OpenAll(*f.archives)
+	if err != nil {
+		return err
+	}
+	groups := [][]*pcplog.Archive{as}
+	if f.apart {
+		groups = nil
+		for _, a := range as {
+			groups = append(groups, []*pcplog.Archive{a})
+		}
+	}
+	for _, g := range groups {
+		rp, err := archive.NewReplay(g, archive.ReplayOptions{})
+		if err != nil {
+			for _, a := range as {
+				a.Close()
+			}
+			return err
+		}
+		o.onClose(func() { rp.Close() }) // and its archives
+		o.add("archive", bridge.Source{Name: g[0].Path(), Src: rp})
+	}
+	return nil
+}
+
 // extractDemo writes the embedded demo archive to a temporary directory.
 func extractDemo() (string, func(), error) {
 	dir, err := os.MkdirTemp("", "pcp-exporter-demo-")
@@ -119,7 +151,7 @@ func extractDemo() (string, func(), error) {
 // timeline, from --replay.start at --replay.speed, with the derived
 // metrics outermost; the function returned closes the replay.
 func openReplay(f *serveFlags, replayed []string, loop bool, rule semantics.InterpRule, logger *slog.Logger) (bridge.Source, func(), error) {
-	as, err := archive.OpenAll(replayed)
+	as, err := pcplog.OpenAll(replayed)
 	if err != nil {
 		return bridge.Source{}, nil, err
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // backfillGOGC is the garbage collector's target percentage for backfill
@@ -133,7 +133,7 @@ func backfillRun(f *backfillFlags, stderr io.Writer, stp *backfill.Stats) error 
 	if err != nil {
 		return err
 	}
-	as, err := archive.OpenAll(f.archives)
+	as, err := pcplog.OpenAll(f.archives)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func skippedWhat(reason string) string {
 // backfillOptions are the backfill's options from the flags: labels, the
 // interpolation rule, the window (checked against the archives' time span)
 // and derived metrics.
-func backfillOptions(f *backfillFlags, as []*archive.Archive, mapper *mapping.Mapper, logger *slog.Logger) (backfill.Options, error) {
+func backfillOptions(f *backfillFlags, as []*pcplog.Archive, mapper *mapping.Mapper, logger *slog.Logger) (backfill.Options, error) {
 	var err error
 	origin := as[0].Label().Start
 	for _, a := range as {

@@ -19,7 +19,7 @@ import (
 	"github.com/klauspost/compress/snappy"
 
 	"github.com/pcp-exporter/pcp-exporter/bridge/backfill"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -199,7 +199,7 @@ func countSamples(b []byte) (int, error) {
 // the killed run's files are removed.
 func TestBackfillKilledLeavesNoTempFiles(t *testing.T) {
 	if dir := os.Getenv("PCPX_KILLED_BACKFILL_DIR"); dir != "" {
-		as, err := archive.OpenAll([]string{filepath.Join(corpus, "archives", "live/live")})
+		as, err := pcplog.OpenAll([]string{filepath.Join(corpus, "archives", "live/live")})
 		if err != nil {
 			t.Fatal(err)
 		}

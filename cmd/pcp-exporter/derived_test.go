@@ -8,7 +8,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 func TestDerivedFlags(t *testing.T) {
@@ -21,7 +21,7 @@ func TestDerivedFlags(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	a, err := archive.Open("../../testdata/pcp-corpus/archives/seedtables/seedtables")
+	a, err := pcplog.Open("../../testdata/pcp-corpus/archives/seedtables/seedtables")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 func dumpCommand() command {
@@ -26,7 +26,7 @@ func dumpCommand() command {
 // dumpArchive writes the records of the archive at path to w, one JSON object
 // per line, in the form of the CLI contract.
 func dumpArchive(w io.Writer, path string) error {
-	as, err := archive.OpenAll([]string{path})
+	as, err := pcplog.OpenAll([]string{path})
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func dumpArchive(w io.Writer, path string) error {
 }
 
 // dumpRecords writes the records of a to bw.
-func dumpRecords(bw *bufio.Writer, a *archive.Archive) error {
+func dumpRecords(bw *bufio.Writer, a *pcplog.Archive) error {
 	r := a.Records()
 	defer r.Close()
 	js := &jsonLines{name: func(_ int, p semantics.PMID) string { return a.Name(p) }, records: true, names: map[semantics.PMID][]byte{}}

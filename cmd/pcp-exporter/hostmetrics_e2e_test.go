@@ -23,6 +23,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // hostmetricsRecorded lists the PCP metrics the test records from the
@@ -86,11 +87,11 @@ func TestHostmetricsOTLPToCollector(t *testing.T) {
 		t.Fatalf("pmlogger: %v\n%s\n%s", err, out, log)
 	}
 	replay := func() *archive.Replay {
-		a, err := archive.Open(arch)
+		a, err := pcplog.Open(arch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+		rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

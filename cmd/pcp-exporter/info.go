@@ -9,7 +9,6 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
 )
 
 // metadataSource is what info needs of a source: archives and MMV sources
@@ -32,30 +31,14 @@ func infoCommand() command {
 				if len(*paths) == 0 && mf.path == "" && len(pf.specs) == 0 {
 					return usagef("info: name at least one source")
 				}
-				var srcs []metadataSource
-				if len(pf.specs) > 0 {
-					p, err := pf.openOne(nil)
-					if err != nil {
-						return err
-					}
-					defer p.Close()
-					srcs = append(srcs, p)
-				}
-				if mf.path != "" {
-					m, err := openMMV(mf.path, mf.pidCheck, nil)
-					if err != nil {
-						return err
-					}
-					defer m.Close()
-					srcs = append(srcs, m)
-				}
-				as, err := archive.OpenAll(*paths)
+				o, err := openOnce(&onceFlags{pmcd: pf, mmv: mf, archives: paths, apart: true}, "pmcd", "mmv", "archive")
 				if err != nil {
 					return err
 				}
-				for _, a := range as {
-					defer a.Close()
-					srcs = append(srcs, a)
+				defer o.close()
+				srcs := make([]metadataSource, len(o.srcs))
+				for i, s := range o.srcs {
+					srcs[i] = s.Src
 				}
 				for i, src := range srcs {
 					ms, err := dflags.describe(src.Metrics(), nil)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 func TestInfoGolden(t *testing.T) {
 	for _, name := range []string{"types/types", "types/types_v3", "indoms/indoms_v3", "mmvchurn/mmvchurn_v3", "compressed/multivol_xz"} {
 		t.Run(name, func(t *testing.T) {
-			a, err := archive.Open(filepath.Join(corpus, "archives", name))
+			a, err := pcplog.Open(filepath.Join(corpus, "archives", name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +84,7 @@ func TestInfoDerivedMatchesPminfo(t *testing.T) {
 		}
 		n++
 		t.Run(filepath.Base(c[3]), func(t *testing.T) {
-			a, err := archive.Open(filepath.Join(corpus, c[0]))
+			a, err := pcplog.Open(filepath.Join(corpus, c[0]))
 			if err != nil {
 				t.Fatal(err)
 			}

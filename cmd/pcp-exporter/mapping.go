@@ -9,8 +9,6 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
-	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
 )
 
 // fullLabelsFlag adds --mapping.full-labels to a command.
@@ -59,25 +57,12 @@ func runMapping(w io.Writer, f *mappingFlags) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	var src source.Source
-	var context []mapping.LabelPair
-	if f.mmv.path != "" {
-		if src, err = openMMV(f.mmv.path, f.mmv.pidCheck, logger); err != nil {
-			return err
-		}
-		context = mmvContext()
-	} else {
-		as, err := archive.OpenAll(f.archives)
-		if err != nil {
-			return err
-		}
-		rp, err := archive.NewReplay(as, archive.ReplayOptions{})
-		if err != nil {
-			return err
-		}
-		src = rp
+	o, err := openOnce(&onceFlags{mmv: f.mmv, archives: &f.archives, logger: logger}, "mmv", "archive")
+	if err != nil {
+		return err
 	}
-	defer src.Close()
+	defer o.close()
+	src, context := o.srcs[0].Src, o.srcs[0].Context
 	if src, err = f.derived.wrap(src, logger); err != nil {
 		return err
 	}

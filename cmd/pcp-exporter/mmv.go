@@ -89,6 +89,21 @@ func openMMVKind(f *serveFlags, o *opened, logger *slog.Logger) error {
 	return nil
 }
 
+// openMMVOnce opens the MMV file or directory a command reading once
+// names, with the exporter's hostname as context (mmvContext).
+func openMMVOnce(f *onceFlags, o *opened, logger *slog.Logger) error {
+	if f.mmv == nil || f.mmv.path == "" {
+		return nil
+	}
+	src, err := openMMV(f.mmv.path, f.mmv.pidCheck, logger)
+	if err != nil {
+		return err
+	}
+	o.onClose(func() { src.Close() })
+	o.add("mmv", bridge.Source{Name: f.mmv.path, Src: src, Context: mmvContext()})
+	return nil
+}
+
 // mmvContext is the context of live MMV files, which have no PCP context
 // labels of their own (pmcd would add them): the exporter's hostname.
 func mmvContext() []mapping.LabelPair {

@@ -25,6 +25,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
 
@@ -62,11 +63,11 @@ func TestOTLPPushBackfillAndScrapeAgree(t *testing.T) {
 		t.Run(naming.String(), func(t *testing.T) {
 			pushAddr, _, pushOut := otelcol(t)
 			backAddr, _, backOut := otelcol(t)
-			a, err := archive.Open(path)
+			a, err := pcplog.Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+			rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv/mmvwrite"
 )
@@ -264,11 +265,11 @@ func TestOTLPPushToCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	a, err := archive.Open(filepath.Join(corpus, "archives", "seedtables", "seedtables"))
+	a, err := pcplog.Open(filepath.Join(corpus, "archives", "seedtables", "seedtables"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+	rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,11 +424,11 @@ func TestOTLPPushAndBackfillAgree(t *testing.T) {
 	pushAddr, _, pushOut := otelcol(t)
 	backAddr, _, backOut := otelcol(t)
 	path := filepath.Join(corpus, "archives", "live", "live")
-	a, err := archive.Open(path)
+	a, err := pcplog.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+	rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

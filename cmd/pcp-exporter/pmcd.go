@@ -101,7 +101,8 @@ func (f *pmcdFlags) options(logger *slog.Logger, excludeMMV bool, excludes ...st
 	return pmcd.Options{Selection: sel, Timeout: f.timeout, Logger: logger, SeriesLimit: f.limit, Security: sec}, nil
 }
 
-// openOne opens one pmcd for info and fetch: it must answer now.
+// openOne opens one pmcd for info and fetch (openPMCDOnce): it must
+// answer now.
 func (f *pmcdFlags) openOne(logger *slog.Logger) (*pmcd.Source, error) {
 	if len(f.specs) != 1 {
 		return nil, usagef("name one pmcd")
@@ -111,6 +112,21 @@ func (f *pmcdFlags) openOne(logger *slog.Logger) (*pmcd.Source, error) {
 		return nil, err
 	}
 	return pmcd.Open(f.specs[0], opts)
+}
+
+// openPMCDOnce opens the one pmcd a command reading once names: it must
+// answer now.
+func openPMCDOnce(f *onceFlags, o *opened, _ *slog.Logger) error {
+	if f.pmcd == nil || len(f.pmcd.specs) == 0 {
+		return nil
+	}
+	p, err := f.pmcd.openOne(nil)
+	if err != nil {
+		return err
+	}
+	o.onClose(func() { p.Close() })
+	o.add("pmcd", bridge.Source{Name: "pmcd " + p.Endpoint().String(), Src: p})
+	return nil
 }
 
 // pmcdFetchError is the error of a fetch from a pmcd that went away.

@@ -13,6 +13,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // replayFlags are the flags of replay.
@@ -68,7 +69,7 @@ func batchGC() {
 // names that follow them.
 func splitArchiveArgs(args []string) (paths, metrics []string) {
 	for i, a := range args {
-		if !archive.IsArchivePath(a) {
+		if !pcplog.IsArchivePath(a) {
 			return paths, args[i:]
 		}
 		paths = append(paths, a)
@@ -92,7 +93,7 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 	if f.samples < 0 {
 		return usagef("--samples=%d: want 0 (to the end) or more", f.samples)
 	}
-	as, err := archive.OpenAll(paths)
+	as, err := pcplog.OpenAll(paths)
 	if err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func runReplay(w io.Writer, f *replayFlags, dflags *derivedFlags, logger *slog.L
 
 // reportTruncated says on stderr, one line each, which archives end with a
 // record cut short (the values before it are answered).
-func reportTruncated(cmd string, as []*archive.Archive) {
+func reportTruncated(cmd string, as []*pcplog.Archive) {
 	for _, a := range as {
 		if err := a.Truncated(); err != nil {
 			fmt.Fprintf(os.Stderr, "pcp-exporter %s: warning: %v\n", cmd, err)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // TestReplayCLIMatchesCorpus runs `replay` as the CLI contract says for
@@ -70,7 +70,7 @@ func TestReplayCLIMatchesCorpus(t *testing.T) {
 			if err := runReplay(&stdout, f, dflags, nil); err != nil {
 				t.Fatal(err)
 			}
-			a, err := archive.Open(f.args[0])
+			a, err := pcplog.Open(f.args[0])
 			if err != nil {
 				t.Fatal(err)
 			}

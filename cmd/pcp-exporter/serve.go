@@ -195,6 +195,7 @@ func runServe(f *serveFlags) error {
 	targets := []bridge.Reconfigurable{col} // the push reads through col
 	if probes != nil {
 		defer probes.Close()
+		reg.MustRegister(probes)
 		targets = append([]bridge.Reconfigurable{probes}, targets...) // first: a config that fails changes nothing
 	}
 	rl := newReloader(f, targets, logger, reg)

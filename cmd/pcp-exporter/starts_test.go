@@ -14,6 +14,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // TestOTLPCounterStartsAgree pushes an archive replay read every 5 s
@@ -34,11 +35,11 @@ func TestOTLPCounterStartsAgree(t *testing.T) {
 			pushAddr, _, pushOut := otelcol(t)
 			backAddr, _, backOut := otelcol(t)
 			path := filepath.Join(corpus, "archives", tc.rel)
-			a, err := archive.Open(path)
+			a, err := pcplog.Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rp, err := archive.NewReplay([]*archive.Archive{a}, archive.ReplayOptions{})
+			rp, err := archive.NewReplay([]*pcplog.Archive{a}, archive.ReplayOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

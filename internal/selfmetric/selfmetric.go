@@ -91,6 +91,18 @@ var (
 		"OTLP pushes that failed (after the exporter's retries)."}
 )
 
+// The self-metrics of /probe (serve --pmcd.config).
+var (
+	ProbeTargets = Metric{"pcp_exporter_probe_targets", Gauge, nil,
+		"Targets in /probe's pool (connections and metadata kept between probes; probe.max_targets bounds them)."}
+	ProbeTargetsOpened = Metric{"pcp_exporter_probe_targets_opened_total", Counter, nil,
+		"Targets added to /probe's pool (a target closed when idle or to make room is opened again at its next probe)."}
+	Probes = Metric{"pcp_exporter_probes_total", Counter, []string{"outcome"},
+		"Probes of /probe by outcome: answered (pcp_probe_success 1), failed (pcp_probe_success 0: pmcd down, or its metadata not read within the probe's timeout), refused (HTTP 503: a limit, see pcp_exporter_probe_refused_total)."}
+	ProbeRefused = Metric{"pcp_exporter_probe_refused_total", Counter, []string{"limit"},
+		"Probes refused with HTTP 503 by a limit of probe: max_concurrent (no probe ended within the probe's timeout) or max_targets (the pool full of targets being probed)."}
+)
+
 // The metrics of a backfill run, written for node_exporter's textfile
 // collector (backfill --metrics.textfile), labelled with the file's name.
 var (
@@ -124,6 +136,7 @@ var All = []*Metric{
 	&MetricsSkipped, &MetricsExported, &MetricErrors, &MetricErrorsTotal, &MMVFiles,
 	&LabelsMalformed, &SeriesLimit, &SeriesLeftOut,
 	&ReloadSuccessful, &ReloadSuccessTime, &OTLPExportErrors,
+	&ProbeTargets, &ProbeTargetsOpened, &Probes, &ProbeRefused,
 	&BackfillSuccess, &BackfillTimestamp, &BackfillDuration, &BackfillLastSuccess,
 	&BackfillSamples, &BackfillRejected, &BackfillSkipped,
 }

@@ -68,7 +68,7 @@ func TestEncodingRefusedRaw(t *testing.T) {
 					if !errors.Is(s.Err, semantics.PMError(pcplog.PMErrConv)) {
 						continue // an error code pmlogger logged
 					}
-					if s.Err != ErrEncoding && s.Err != ErrValueBlock || len(s.Values) > 0 {
+					if s.Err != pcplog.ErrEncoding && s.Err != pcplog.ErrValueBlock || len(s.Values) > 0 {
 						t.Errorf("%v %s: %v with %d values", rec.Time, a.Name(s.PMID), s.Err, len(s.Values))
 					}
 					got[fmt.Sprintf("%d.%06d %s", rec.Time.Unix(), rec.Time.Nanosecond()/1000, a.Name(s.PMID))] = true
@@ -140,7 +140,7 @@ func TestEncodingRefusedInterpolating(t *testing.T) {
 			[]string{"", "", "", "", "", "", "", "", "", "", "", "corrupt"}},
 	} {
 		a := openQA(t, c.archive)
-		rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: semantics.InterpPrior})
+		rp, err := NewReplay([]*pcplog.Archive{a}, ReplayOptions{Interp: semantics.InterpPrior})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestValueBlockInterpolated(t *testing.T) {
 		{"types.float", "+Inf"},
 		{"types.double", "+Inf"},
 	} {
-		rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: semantics.InterpPrior})
+		rp, err := NewReplay([]*pcplog.Archive{a}, ReplayOptions{Interp: semantics.InterpPrior})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,22 +4,23 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // feed reads the records of the timeline in order, with a <mark> record
 // synthesized between consecutive archives, 1 ms after the last record of
 // the earlier one (as pmlogextract marks a gap).
 type feed struct {
-	archives []*Archive
+	archives []*pcplog.Archive
 	keep     func(semantics.PMID) bool // metrics the readers decode
 	ai       int
-	r        *Reader
+	r        *pcplog.Reader
 	started  bool
 	last     time.Time
-	mark     Record
-	out      *recBuf   // where the readers decode (nil: their own buffer)
-	pf       *prefetch // reading ahead in a goroutine (see prefetch)
-	tails    *tails    // in sparse reading, the goroutine instead (see tails)
+	mark     pcplog.Record
+	out      *pcplog.RecordBuffer // where the readers decode (nil: their own buffer)
+	pf       *prefetch            // reading ahead in a goroutine (see prefetch)
+	tails    *pcplog.Tails        // in sparse reading, the goroutine instead (see tails)
 	// runs to read before starting tails again (it was lagging)
 	tailsWait int
 	// sparse: no prefetching; plain volumes are read record by record, so
@@ -55,21 +56,21 @@ func (f *feed) seek(t time.Time) {
 }
 
 // seekEntry starts the feed at an index entry of archive ai.
-func (f *feed) seekEntry(ai int, e IndexEntry) {
+func (f *feed) seekEntry(ai int, e pcplog.IndexEntry) {
 	f.ai = ai
 	a := f.archives[ai]
 	r := f.reader(ai)
-	a.seek(r, a.state(), e)
+	a.Seek(r, e)
 	f.r = r
 	f.started = true
 }
 
 // reader returns a Reader over archive ai from its start, decoding only
 // the followed metrics.
-func (f *feed) reader(ai int) *Reader {
+func (f *feed) reader(ai int) *pcplog.Reader {
 	r := f.archives[ai].Records()
-	r.sparse = f.sparse
-	r.interp = true
+	r.SetSparse(f.sparse)
+	r.SetInterp(true)
 	if f.keep != nil {
 		r.Only(f.keep)
 	}
@@ -81,19 +82,12 @@ func (f *feed) seekPos(ai, vol int, off int64, t time.Time) {
 	f.ai = ai
 	f.started = true
 	f.last = t
-	a := f.archives[ai]
 	if vol < 0 { // a synthesized mark: the next archive's start
 		f.r = f.reader(ai)
 		return
 	}
 	r := f.reader(ai)
-	st := a.state()
-	for vi, v := range st.vols {
-		if v.num == vol {
-			r.vi, r.start = vi, off
-			break
-		}
-	}
+	r.SeekVolume(vol, off)
 	f.r = r
 	r.Next() // the record itself
 }
@@ -101,8 +95,8 @@ func (f *feed) seekPos(ai, vol int, off int64, t time.Time) {
 // next returns the next record of the timeline, valid until the following
 // call; at the end, ok is false and a later call tries again (the archive
 // may grow).
-func (f *feed) next() (*Record, int, bool, error) {
-	var rec *Record
+func (f *feed) next() (*pcplog.Record, int, bool, error) {
+	var rec *pcplog.Record
 	var ai int
 	var ok bool
 	var err error
@@ -137,12 +131,7 @@ func (f *feed) goSparse() bool {
 // reading passes over records of plain volumes only (a compressed one is
 // read whole, and better ahead in the goroutine).
 func (f *feed) plainAt(ai, vol int) bool {
-	for _, v := range f.archives[ai].state().vols {
-		if v.num == vol {
-			return compressionOf(v.path) == ""
-		}
-	}
-	return false
+	return f.archives[ai].Plain(vol)
 }
 
 // goDense starts the prefetching goroutine at the feed's position (the
@@ -153,7 +142,7 @@ func (f *feed) goDense() bool {
 	}
 	f.sparse = false
 	if f.r != nil {
-		f.r.setSparse(false)
+		f.r.SetSparse(false)
 	}
 	f.stopTails()
 	f.pf = startPrefetch(f)
@@ -163,43 +152,43 @@ func (f *feed) goDense() bool {
 // skipRun passes over the records of a run at the position that applying
 // the run's last record alone makes superseded (see Reader.skipRun),
 // returning how many; only a sparse feed does.
-func (f *feed) skipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*Record) bool) (int, float64, runResult, error) {
+func (f *feed) skipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*pcplog.Record) bool) (int, float64, pcplog.RunResult, error) {
 	if !f.sparse || f.pf != nil || f.r == nil {
-		return 0, 0, runNone, nil
+		return 0, 0, pcplog.RunNone, nil
 	}
 	if f.tails == nil {
 		if f.tailsWait > 0 {
 			f.tailsWait--
 		} else {
-			f.tails = startTails()
+			f.tails = pcplog.StartTails()
 		}
 	}
-	f.r.out = f.out // where read decodes the record Next returns
-	f.r.tails = f.tails
-	n, tFirst, res, err := f.r.skipRun(secs, tReq, after, minRun, ok)
-	if f.tails != nil && f.tails.lagging() {
+	f.r.DecodeInto(f.out) // where read decodes the record Next returns
+	f.r.ReadAheadWith(f.tails)
+	n, tFirst, res, err := f.r.SkipRun(secs, tReq, after, minRun, ok)
+	if f.tails != nil && f.tails.Lagging() {
 		f.stopTails()
-		f.tailsWait = tailsPause
+		f.tailsWait = pcplog.TailsPause
 	}
 	return n, tFirst, res, err
 }
 
 // peek returns the record the following next will return, nil if it is
 // not known without reading it (no prefetching goroutine) or there is none.
-func (f *feed) peek() *Record {
+func (f *feed) peek() *pcplog.Record {
 	if f.pf != nil {
 		return f.pf.peek()
 	}
 	return nil
 }
 
-func (f *feed) read() (*Record, int, bool, error) {
+func (f *feed) read() (*pcplog.Record, int, bool, error) {
 	if !f.started {
 		f.r = f.reader(0)
 		f.started = true
 	}
 	for {
-		f.r.out = f.out
+		f.r.DecodeInto(f.out)
 		if f.r.Next() {
 			rec := f.r.Record()
 			f.last = rec.Time
@@ -215,7 +204,7 @@ func (f *feed) read() (*Record, int, bool, error) {
 		f.ai++
 		f.r = f.reader(f.ai)
 		if !f.last.IsZero() {
-			f.mark = Record{Time: f.last.Add(time.Millisecond), Mark: true, Vol: -1}
+			f.mark = pcplog.Record{Time: f.last.Add(time.Millisecond), Mark: true, Vol: -1}
 			return &f.mark, f.ai, true, nil
 		}
 	}
@@ -224,10 +213,10 @@ func (f *feed) read() (*Record, int, bool, error) {
 // stopTails ends the goroutine reading the runs' ends ahead, if any.
 func (f *feed) stopTails() {
 	if f.tails != nil {
-		f.tails.stop()
+		f.tails.Stop()
 		f.tails = nil
 		if f.r != nil {
-			f.r.tails = nil
+			f.r.ReadAheadWith(nil)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Archives of PCP's own QA suite (testdata/pcp-qa/README.md says where
@@ -18,18 +20,18 @@ import (
 // testdata/pcp-corpus/tools).
 const qaDir = "../../testdata/pcp-qa"
 
-func openQA(t *testing.T, name string) *Archive {
+func openQA(t *testing.T, name string) *pcplog.Archive {
 	t.Helper()
-	a, err := Open(filepath.Join(qaDir, name))
+	a, err := pcplog.Open(filepath.Join(qaDir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
 }
 
-func replayAt(t *testing.T, a *Archive, metric string, offset time.Duration, rule semantics.InterpRule) (*Replay, semantics.Desc, source.Result) {
+func replayAt(t *testing.T, a *pcplog.Archive, metric string, offset time.Duration, rule semantics.InterpRule) (*Replay, semantics.Desc, source.Result) {
 	t.Helper()
-	rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: rule})
+	rp, err := NewReplay([]*pcplog.Archive{a}, ReplayOptions{Interp: rule})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +153,11 @@ func TestMetricNamesEndAtNUL(t *testing.T) {
 // badlen-9: 'Cannot open archive "badlen-9": Corrupted record in a PCP
 // archive log'. Opened live, the partial record is not yet written.
 func TestMetaCutShort(t *testing.T) {
-	_, err := Open(filepath.Join(qaDir, "badlen-9"))
+	_, err := pcplog.Open(filepath.Join(qaDir, "badlen-9"))
 	if err == nil || !strings.Contains(err.Error(), "badlen-9.meta: offset 798: metadata record cut short") {
 		t.Errorf("Open: %v, want the cut record at offset 798", err)
 	}
-	if _, err := OpenLive(filepath.Join(qaDir, "badlen-9")); err != nil {
+	if _, err := pcplog.OpenLive(filepath.Join(qaDir, "badlen-9")); err != nil {
 		t.Errorf("OpenLive: %v", err)
 	}
 }
@@ -166,7 +168,7 @@ func TestMetaCutShort(t *testing.T) {
 // "pmFetch: Corrupted record in a PCP archive log".
 func TestVolumeCutShort(t *testing.T) {
 	dir := t.TempDir()
-	base := copyArchive(t, filepath.Join(qaDir, "19970807.09.54"), dir)
+	base := archivetest.CopyArchive(t, filepath.Join(qaDir, "19970807.09.54"), dir)
 	b, err := os.ReadFile(base + ".0")
 	if err != nil {
 		t.Fatal(err)
@@ -175,9 +177,9 @@ func TestVolumeCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, live := range []bool{false, true} {
-		open := Open
+		open := pcplog.Open
 		if live {
-			open = OpenLive
+			open = pcplog.OpenLive
 		}
 		a, err := open(base)
 		if err != nil {
@@ -218,7 +220,7 @@ func TestVolumeCutShort(t *testing.T) {
 // text. pminfo -a testdata/pcp-corpus/archives/types/types -T types.tbytes:
 // "Help: one-line help for tbytes (corpus-host)".
 func TestLongHelpFallsBack(t *testing.T) {
-	a, err := Open("../../testdata/pcp-corpus/archives/types/types")
+	a, err := pcplog.Open("../../testdata/pcp-corpus/archives/types/types")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Follow mode: serving the present of an archive pmlogger is writing.
@@ -74,7 +75,7 @@ type Follow struct {
 	starts  map[string]time.Time // label starts of a directory's archives
 	cur     *Replay
 	curBase string
-	tail    *Reader // cur's records' framing, read as they come
+	tail    *pcplog.Reader // cur's records' framing, read as they come
 	// the logging interval estimate: each fetch group's last record time
 	// (a group's records start with the same metric) and the last steps
 	// of the groups
@@ -95,7 +96,7 @@ type Follow struct {
 	// the latest recorded values of the fetched metrics at the served
 	// time: vals reads cur's records of the metrics in valsFor, records
 	// past the served time wait in pending
-	vals      *Reader
+	vals      *pcplog.Reader
 	valsPMIDs []semantics.PMID
 	valsFor   map[semantics.PMID]bool
 	pending   []pendingRecord
@@ -128,7 +129,7 @@ func (f *Follow) Writing(now time.Time) bool {
 	if f.cur == nil {
 		return f.missing != nil
 	}
-	if st, err := os.Stat(f.path); err == nil && st.IsDir() && HasLatest(f.path) {
+	if st, err := os.Stat(f.path); err == nil && st.IsDir() && pcplog.HasLatest(f.path) {
 		return true
 	}
 	return now.Sub(f.end) <= f.stallAfter()
@@ -152,10 +153,10 @@ func (f *Follow) Path() string { return f.path }
 func (f *Follow) newest() (string, error) {
 	st, err := os.Stat(f.path)
 	if err == nil && st.IsDir() {
-		return Newest(f.path, f.starts)
+		return pcplog.Newest(f.path, f.starts)
 	}
-	if !IsArchivePath(f.path) {
-		return "", notFound(f.path)
+	if !pcplog.IsArchivePath(f.path) {
+		return "", pcplog.NotFound(f.path)
 	}
 	return f.path, nil
 }
@@ -172,7 +173,7 @@ func (f *Follow) poll(now time.Time) {
 	} else if f.cur == nil || base != f.curBase {
 		start, ok := f.starts[base]
 		if !ok {
-			if l, err := readLabel(base + ".meta"); err == nil {
+			if l, err := pcplog.ReadLabel(base + ".meta"); err == nil {
 				start, ok = l.Start, true
 				f.starts[base] = start
 			}
@@ -229,11 +230,11 @@ func (f *Follow) reopen() {
 // open opens the archive base for a replay, as one pmlogger may still be
 // writing (OpenLive: a cut last record is not yet written, not an error).
 func (f *Follow) open(base string) (*Replay, error) {
-	a, err := OpenLive(base)
+	a, err := pcplog.OpenLive(base)
 	if err != nil {
 		return nil, err
 	}
-	return NewReplay([]*Archive{a}, ReplayOptions{Interp: f.opts.Interp})
+	return NewReplay([]*pcplog.Archive{a}, ReplayOptions{Interp: f.opts.Interp})
 }
 
 // use makes rp the archive followed.
@@ -276,13 +277,13 @@ func (f *Follow) readTail(now time.Time) {
 			clear(f.groupLast)
 			continue
 		}
-		if last, ok := f.groupLast[rec.first]; ok && rec.Time.After(last) {
+		if last, ok := f.groupLast[rec.First]; ok && rec.Time.After(last) {
 			f.steps = append(f.steps, rec.Time.Sub(last))
 			if len(f.steps) > maxSteps {
 				f.steps = append(f.steps[:0], f.steps[len(f.steps)-maxSteps:]...)
 			}
 		}
-		f.groupLast[rec.first] = rec.Time
+		f.groupLast[rec.First] = rec.Time
 		if rec.Time.After(f.end) {
 			f.end = rec.Time
 			n++
@@ -293,8 +294,8 @@ func (f *Follow) readTail(now time.Time) {
 		// when the volume was written, if that lies between the
 		// previous read and this one (it is this host's clock), else now
 		f.grown = now
-		if vols := a.state().vols; len(vols) > 0 {
-			if fi, err := os.Stat(vols[len(vols)-1].path); err == nil && fi.ModTime().After(f.polled) && fi.ModTime().Before(now) {
+		{
+			if fi, err := os.Stat(a.LastVolumePath()); err == nil && fi.ModTime().After(f.polled) && fi.ModTime().Before(now) {
 				f.grown = fi.ModTime()
 			}
 		}
@@ -575,7 +576,7 @@ func (f *Follow) Status(now time.Time) source.Status {
 func (f *Follow) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, r := range []*Reader{f.tail, f.vals} {
+	for _, r := range []*pcplog.Reader{f.tail, f.vals} {
 		if r != nil {
 			r.Close()
 		}
@@ -600,7 +601,7 @@ func FollowWritten(paths []string, opts FollowOptions, now time.Time) (followed 
 	for _, p := range paths {
 		cands := []string{p}
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			if dirs := HostDirs(p); len(dirs) > 0 {
+			if dirs := pcplog.HostDirs(p); len(dirs) > 0 {
 				cands = dirs
 			}
 		}

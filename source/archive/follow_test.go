@@ -12,6 +12,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
@@ -92,7 +93,7 @@ func sameValues(t *testing.T, what string, got, want map[string]string) {
 // archive once the served time reaches its start, the lag, and stalled.
 func TestFollowDirectory(t *testing.T) {
 	dir := t.TempDir()
-	copyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_a"), dir)
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_a"), dir)
 	interp := libpcpAt(t, "marks/expected/marks.t1-S0.5.interp.csv") // prior rule (PCP 6.0.3)
 	records := libpcpAt(t, "marks/expected/marks.records.csv")
 	const delay = 5 * time.Second
@@ -124,7 +125,7 @@ func TestFollowDirectory(t *testing.T) {
 		t.Errorf("past the end: lag %v, want 25s (the served time is the last record's)", st.Lag)
 	}
 	// pmlogger starts part_b: followed once the served time reaches its start
-	copyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_b"), dir)
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_b"), dir)
 	sameValues(t, "before part_b's start", served(t, f, at(150).Add(delay)), last)
 	if f.Epoch() != epoch {
 		t.Error("moved to part_b before the served time reached its start")
@@ -151,16 +152,16 @@ func TestFollowDirectory(t *testing.T) {
 // follow, whatever the label starts say.
 func TestFollowLatest(t *testing.T) {
 	dir := t.TempDir()
-	copyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_a"), dir)
-	copyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_b"), dir)
-	if n, err := Newest(dir, nil); err != nil || filepath.Base(n) != "part_b" {
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_a"), dir)
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_b"), dir)
+	if n, err := pcplog.Newest(dir, nil); err != nil || filepath.Base(n) != "part_b" {
 		t.Errorf("newest by label start: %q, %v; want part_b", n, err)
 	}
 	folio := "PCPFolio\nVersion: 1\n# use pmafm(1) to process this PCP archive folio\n#\nCreated: on corpus-host\nCreator: pmlogger_check\n#\t\tHost\t\t\tBasename\n#\nArchive:\tcorpus-host\t\tpart_a\n"
 	if err := os.WriteFile(filepath.Join(dir, "Latest"), []byte(folio), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := Newest(dir, nil); err != nil || n != filepath.Join(dir, "part_a") {
+	if n, err := pcplog.Newest(dir, nil); err != nil || n != filepath.Join(dir, "part_a") {
 		t.Errorf("newest by Latest: %q, %v; want part_a", n, err)
 	}
 	f := NewFollow(dir, FollowOptions{})
@@ -196,7 +197,7 @@ func TestFollowMissing(t *testing.T) {
 	if st := f.Status(now); st.Reason != source.ReasonMissing || !strings.Contains(st.Detail, "no archive") {
 		t.Errorf("empty directory: %+v", st)
 	}
-	copyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_a"), dir)
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_a"), dir)
 	e := f.Epoch()
 	if st := f.Status(time.Now()); st.Reason != source.ReasonUp || len(f.Metrics()) != 3 || e == 0 {
 		t.Errorf("after the archive appeared: %+v, %d metrics, epoch %d", st, len(f.Metrics()), e)
@@ -213,10 +214,10 @@ func TestFollowMissing(t *testing.T) {
 // stalled while it does not grow, up again when it does.
 func TestFollowGrowing(t *testing.T) {
 	dir := t.TempDir()
-	copyArchive(t, filepath.Join(corpus, "archives", "live", "live"), dir)
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "live", "live"), dir)
 	vol := filepath.Join(dir, "live.0")
 	full, _ := os.ReadFile(vol)
-	a, err := Open(filepath.Join(dir, "live"))
+	a, err := pcplog.Open(filepath.Join(dir, "live"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,37 +271,37 @@ func TestFind(t *testing.T) {
 	root := t.TempDir()
 	for _, h := range []string{"a", "b"} {
 		os.Mkdir(filepath.Join(root, h), 0o755)
-		copyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_a"), filepath.Join(root, h))
+		archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_a"), filepath.Join(root, h))
 	}
-	copyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_b"), filepath.Join(root, "b"))
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_b"), filepath.Join(root, "b"))
 	os.Mkdir(filepath.Join(root, "empty"), 0o755)
-	if got := HostDirs(root); len(got) != 2 || got[0] != filepath.Join(root, "a") || got[1] != filepath.Join(root, "b") {
+	if got := pcplog.HostDirs(root); len(got) != 2 || got[0] != filepath.Join(root, "a") || got[1] != filepath.Join(root, "b") {
 		t.Errorf("farm: %v", got)
 	}
-	if got := HostDirs(filepath.Join(root, "b")); len(got) != 1 {
+	if got := pcplog.HostDirs(filepath.Join(root, "b")); len(got) != 1 {
 		t.Errorf("host directory: %v", got)
 	}
-	if got, err := Find(filepath.Join(root, "b")); err != nil || len(got) != 2 {
+	if got, err := pcplog.Find(filepath.Join(root, "b")); err != nil || len(got) != 2 {
 		t.Errorf("Find(dir): %v %v", got, err)
 	}
 	for _, p := range []string{filepath.Join(root, "b", "part_c"), filepath.Join(root, "nope", "part_a")} {
-		if _, err := Find(p); err == nil || !strings.HasPrefix(err.Error(), p+": no such archive") {
+		if _, err := pcplog.Find(p); err == nil || !strings.HasPrefix(err.Error(), p+": no such archive") {
 			t.Errorf("Find(%s): %v", p, err)
 		}
 	}
 	// pmlogger_daily compresses the older archives of a directory: a
 	// replay of the directory reads them; the newest plain one is followed
-	copyArchive(t, filepath.Join(corpus, "archives", "compressed", "multivol_xz"), filepath.Join(root, "b"))
-	if got, err := Find(filepath.Join(root, "b")); err != nil || len(got) != 3 || filepath.Base(got[0]) != "multivol_xz" {
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "compressed", "multivol_xz"), filepath.Join(root, "b"))
+	if got, err := pcplog.Find(filepath.Join(root, "b")); err != nil || len(got) != 3 || filepath.Base(got[0]) != "multivol_xz" {
 		t.Errorf("Find(dir with a compressed archive): %v %v", got, err)
 	}
-	if as, err := OpenAll([]string{filepath.Join(root, "b")}); err != nil || len(as) != 3 {
+	if as, err := pcplog.OpenAll([]string{filepath.Join(root, "b")}); err != nil || len(as) != 3 {
 		t.Errorf("OpenAll: %d archives, %v", len(as), err)
 	}
-	if n, err := Newest(filepath.Join(root, "b"), nil); err != nil || filepath.Base(n) != "part_b" {
+	if n, err := pcplog.Newest(filepath.Join(root, "b"), nil); err != nil || filepath.Base(n) != "part_b" {
 		t.Errorf("Newest: %q %v", n, err)
 	}
-	if _, err := Find(filepath.Join(root, "empty")); err == nil || !strings.Contains(err.Error(), "no archive in this directory") {
+	if _, err := pcplog.Find(filepath.Join(root, "empty")); err == nil || !strings.Contains(err.Error(), "no archive in this directory") {
 		t.Errorf("Find(empty): %v", err)
 	}
 	followed, replay := FollowWritten([]string{root, filepath.Join(root, "missing")}, FollowOptions{}, time.Now().Add(1000*time.Hour))
@@ -318,7 +319,7 @@ func TestFind(t *testing.T) {
 // metrics are described.
 func TestFollowMetadataGrows(t *testing.T) {
 	dir := t.TempDir()
-	base := copyArchive(t, filepath.Join(corpus, "archives", "marks", "parts", "part_a"), dir)
+	base := archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "marks", "parts", "part_a"), dir)
 	full, err := os.ReadFile(base + ".meta")
 	if err != nil {
 		t.Fatal(err)
@@ -356,10 +357,10 @@ func TestFollowMetadataGrows(t *testing.T) {
 // (libpcp's "no values after" time, learnt at the old end, is forgotten).
 func TestFollowGrownSlowerGroup(t *testing.T) {
 	dir := t.TempDir()
-	copyArchive(t, filepath.Join(corpus, "archives", "live", "live"), dir)
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "live", "live"), dir)
 	vol := filepath.Join(dir, "live.0")
 	full, _ := os.ReadFile(vol)
-	a, err := Open(filepath.Join(dir, "live"))
+	a, err := pcplog.Open(filepath.Join(dir, "live"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +396,7 @@ func TestFollowGrownSlowerGroup(t *testing.T) {
 }
 
 // recordsOf returns the offset and time of each of a's records.
-func recordsOf(a *Archive) ([]int64, []time.Time) {
+func recordsOf(a *pcplog.Archive) ([]int64, []time.Time) {
 	var offs []int64
 	var times []time.Time
 	r := a.Records()

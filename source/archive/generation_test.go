@@ -9,6 +9,8 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 var reMark = regexp.MustCompile(`(?m)^(\d\d:\d\d:\d\d\.\d+)\s+<mark>`)
@@ -24,7 +26,7 @@ func dumplogRun(t *testing.T, name string) (start time.Time, marks []time.Time) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := reLabelStart.FindSubmatch(l)
+	m := regexp.MustCompile(`commencing (.*)`).FindSubmatch(l)
 	if m == nil {
 		t.Fatalf("%s: no label start in pmdumplog -l", name)
 	}
@@ -88,11 +90,11 @@ func TestReplayGeneration(t *testing.T) {
 			if len(marks) != 1 {
 				t.Fatalf("pmdumplog -M shows %d marks, want 1", len(marks))
 			}
-			a, err := Open(filepath.Join(corpus, "archives/marks", name))
+			a, err := pcplog.Open(filepath.Join(corpus, "archives/marks", name))
 			if err != nil {
 				t.Fatal(err)
 			}
-			rp, err := NewReplay([]*Archive{a}, ReplayOptions{})
+			rp, err := NewReplay([]*pcplog.Archive{a}, ReplayOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,9 +122,9 @@ func TestReplayGenerationMultiArchive(t *testing.T) {
 			startA, _ := dumplogRun(t, "part_a"+v)
 			startB, _ := dumplogRun(t, "part_b"+v)
 			_, merged := dumplogRun(t, "marks"+v)
-			var as []*Archive
+			var as []*pcplog.Archive
 			for _, p := range []string{"part_b", "part_a"} {
-				a, err := Open(filepath.Join(corpus, "archives/marks/parts", p+v))
+				a, err := pcplog.Open(filepath.Join(corpus, "archives/marks/parts", p+v))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -152,7 +154,7 @@ func TestReplayGenerationMultiArchive(t *testing.T) {
 // (the series go on across the rotation).
 func TestFollowGeneration(t *testing.T) {
 	dir := t.TempDir()
-	copyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_a"), dir)
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_a"), dir)
 	startA, _ := dumplogRun(t, "part_a")
 	startB, _ := dumplogRun(t, "part_b")
 	const delay = 5 * time.Second
@@ -163,7 +165,7 @@ func TestFollowGeneration(t *testing.T) {
 		t.Errorf("in part_a: generation %v, want part_a's start %v", g.UTC(), startA.UTC())
 	}
 	epoch := f.Epoch()
-	copyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_b"), dir)
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "marks/parts", "part_b"), dir)
 	served(t, f, startB.Add(10*time.Second+delay))
 	if f.Epoch() == epoch {
 		t.Fatal("still on part_a")

@@ -13,6 +13,8 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // libpcpGroups are the logging groups of TestReplayMatchesLibpcp: every
@@ -57,7 +59,7 @@ func TestReplayMatchesLibpcp(t *testing.T) {
 		t.Skipf("python3-pcp not installed: %v", err)
 	}
 	arch := liveArchive(t, paths[0], paths[1])
-	a, err := Open(arch)
+	a, err := pcplog.Open(arch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestReplayMatchesLibpcp(t *testing.T) {
 	} {
 		for _, c := range pass.steps {
 			want := libpcpRows(t, py, arch, c.interval, c.offset, pass.roots)
-			rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: semantics.InterpPrior})
+			rp, err := NewReplay([]*pcplog.Archive{a}, ReplayOptions{Interp: semantics.InterpPrior})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,12 +200,16 @@ func TestMetadataMatchesPminfoLive(t *testing.T) {
 	if err := os.WriteFile(out, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, err := Open(arch)
+	a, err := pcplog.Open(arch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkMetadata(t, a, out)
-	n, labelled := checkSharedLabels(t, a)
+	archivetest.CheckMetadata(t, a, out)
+	n, labelled := archivetest.CheckSharedLabels(t, a)
+	type upperLabels struct {
+		indom semantics.InDom
+		pmid  semantics.PMID
+	}
 	upper := map[upperLabels]bool{}
 	for _, m := range a.Metrics() {
 		if len(m.Labels) > 0 {

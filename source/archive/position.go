@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // positioning is the state of the first fetch's positioning (see
@@ -46,7 +47,7 @@ func (r *Replay) position(t time.Time, tReq float64) error {
 	r.feed.keep = r.followed()
 	r.feed.sparse = true
 	ai := r.feed.archiveAt(t)
-	var ents []IndexEntry
+	var ents []pcplog.IndexEntry
 	if r.test == nil || !r.test.fullScan {
 		ents = r.entriesBefore(ai, t)
 	}
@@ -105,41 +106,32 @@ func (r *Replay) position(t time.Time, tReq float64) error {
 // start a stretch, each later in the file than the one before it, the last
 // at a whole record followed by a record (pmlogger's closing entry, at the
 // end of the archive, starts no stretch: the records before it would go
-// unread). Whether the others start at a whole record (see Archive.seek)
+// unread). Whether the others start at a whole record (see Archive.Seek)
 // is checked when a stretch starts there (see usable): a long archive has
 // thousands of entries, and only a few are used.
-func (r *Replay) entriesBefore(ai int, t time.Time) []IndexEntry {
+func (r *Replay) entriesBefore(ai int, t time.Time) []pcplog.IndexEntry {
 	a := r.archives[ai]
-	st := a.state()
-	volIdx := func(num int32) int {
-		for i, v := range st.vols {
-			if int32(v.num) == num {
-				return i
-			}
-		}
-		return -1
-	}
-	var out []IndexEntry
-	lastVI, lastOff := -1, int64(-1)
-	for _, e := range st.index {
+	var out []pcplog.IndexEntry
+	lastVol, lastOff := -1, int64(-1)
+	for _, e := range a.Index() {
 		if !e.Time.Before(t) {
 			break
 		}
-		vi := volIdx(e.Vol)
-		if vi < 0 || vi < lastVI || (vi == lastVI && e.DataOff <= lastOff) {
+		vol := int(e.Vol) // volumes are numbered in file order
+		if vol < lastVol || (vol == lastVol && e.DataOff <= lastOff) {
 			continue
 		}
-		if compressionOf(st.vols[vi].path) != "" {
+		if !a.Plain(vol) { // none such, or
 			// reaching the entry decompresses the volume from its start
 			// anyway, and its offset cannot be checked (see recordAt)
 			continue
 		}
 		out = append(out, e)
-		lastVI, lastOff = vi, e.DataOff
+		lastVol, lastOff = vol, e.DataOff
 	}
 	for len(out) > 0 {
 		rd := a.Records()
-		ok := a.seek(rd, st, out[len(out)-1]) && rd.Next()
+		ok := a.Seek(rd, out[len(out)-1]) && rd.Next()
 		rd.Close()
 		if ok {
 			break
@@ -151,11 +143,10 @@ func (r *Replay) entriesBefore(ai int, t time.Time) []IndexEntry {
 
 // usable returns the latest entry of ents at or before i that starts at a
 // whole record (-1: none, the archive's start).
-func (r *Replay) usable(ai int, ents []IndexEntry, i int) int {
+func (r *Replay) usable(ai int, ents []pcplog.IndexEntry, i int) int {
 	a := r.archives[ai]
-	st := a.state()
 	for ; i >= 0; i-- {
-		if a.seek(&Reader{a: a}, st, ents[i]) {
+		if a.Seek(a.Records(), ents[i]) {
 			return i
 		}
 	}
@@ -167,14 +158,13 @@ func (r *Replay) usable(ai int, ents []IndexEntry, i int) int {
 // entry hi, in file order, as roll would; false when a record is at or
 // after tReq or later than *minLater, the earliest record applied after
 // the stretch (which it then lowers to the stretch's earliest).
-func (r *Replay) scanStretch(ai int, ents []IndexEntry, lo, hi int, tReq float64, missing []*icp, minLater *float64) (bool, error) {
+func (r *Replay) scanStretch(ai int, ents []pcplog.IndexEntry, lo, hi int, tReq float64, missing []*icp, minLater *float64) (bool, error) {
 	a := r.archives[ai]
-	st := a.state()
 	rd := a.Records()
-	rd.interp = true
+	rd.SetInterp(true)
 	defer rd.Close()
 	if lo >= 0 {
-		a.seek(rd, st, ents[lo])
+		a.Seek(rd, ents[lo])
 	}
 	keep := map[semantics.PMID]bool{}
 	for p, pm := range r.pms {
@@ -189,18 +179,12 @@ func (r *Replay) scanStretch(ai int, ents []IndexEntry, lo, hi int, tReq float64
 		}
 	}
 	rd.Only(func(p semantics.PMID) bool { return keep[p] })
-	endVI := -1
-	for i, v := range st.vols {
-		if int32(v.num) == ents[hi].Vol {
-			endVI = i
-		}
-	}
-	endOff := ents[hi].DataOff
+	endVol, endOff := int(ents[hi].Vol), ents[hi].DataOff
 	least := *minLater
 	reached := false
 	for rd.Next() {
 		rec := rd.Record()
-		if rd.vi > endVI || (rd.vi == endVI && rec.Off >= endOff) {
+		if rec.Vol > endVol || (rec.Vol == endVol && rec.Off >= endOff) {
 			reached = true
 			break
 		}
@@ -227,7 +211,7 @@ func (r *Replay) scanStretch(ai int, ents []IndexEntry, lo, hi int, tReq float64
 
 // applyPrior is updateBounds for a record before tReq, restricted to the
 // instances whose search flag is set (missing lists them).
-func (r *Replay) applyPrior(rec *Record, tThis float64, missing []*icp) {
+func (r *Replay) applyPrior(rec *pcplog.Record, tThis float64, missing []*icp) {
 	if rec.Mark {
 		for _, c := range missing {
 			if tThis >= c.prior.T {
@@ -240,7 +224,7 @@ func (r *Replay) applyPrior(rec *Record, tThis float64, missing []*icp) {
 		set := &rec.Sets[i]
 		pm := r.pms[set.PMID]
 		if pm == nil || set.Err != nil {
-			if pm != nil && set.Err == ErrEncoding {
+			if pm != nil && set.Err == pcplog.ErrEncoding {
 				r.corrupt = true // libpcp's update_bounds: PM_ERR_LOGREC
 			}
 			continue

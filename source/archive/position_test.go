@@ -17,6 +17,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
@@ -26,12 +27,12 @@ import (
 // has stretches to search back through. It returns the copy's base name.
 func denseIndex(t *testing.T, base string, every int) string {
 	t.Helper()
-	a, err := Open(base)
+	a, err := pcplog.Open(base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := a.Label().Version
-	dense := copyArchive(t, base, t.TempDir())
+	dense := archivetest.CopyArchive(t, base, t.TempDir())
 	ib, err := os.ReadFile(base + ".index")
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +98,7 @@ func recordTimes(t *testing.T, bases []string) []time.Time {
 	t.Helper()
 	var out []time.Time
 	for _, b := range bases {
-		a, err := Open(b)
+		a, err := pcplog.Open(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,9 +120,9 @@ func recordTimes(t *testing.T, bases []string) []time.Time {
 // (fullScan) from the archive's start.
 func positionRun(t *testing.T, bases []string, rule semantics.InterpRule, start time.Time, fullScan bool) (rows []string, positioned, restarts int) {
 	t.Helper()
-	var as []*Archive
+	var as []*pcplog.Archive
 	for _, b := range bases {
-		a, err := Open(b)
+		a, err := pcplog.Open(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +221,7 @@ func TestReplayPositionMatchesFullScan(t *testing.T) {
 			if i == len(vols)-1 && len(vols) > 1 {
 				break // the last one plain, as pmlogger_daily leaves it
 			}
-			compressFile(t, v, v+".gz", func(w io.Writer) (io.WriteCloser, error) { return gzip.NewWriter(w), nil })
+			archivetest.CompressFile(t, v, v+".gz", func(w io.Writer) (io.WriteCloser, error) { return gzip.NewWriter(w), nil })
 			if err := os.Remove(v); err != nil {
 				t.Fatal(err)
 			}
@@ -283,7 +284,7 @@ func TestReplayPositionMatchesFullScan(t *testing.T) {
 // corrupt record on the way) leaves no reader or goroutine behind, and a
 // retry fails the same way.
 func TestReplayFailedFirstFetch(t *testing.T) {
-	base := copyArchive(t, filepath.Join(corpus, "archives/live/live"), t.TempDir())
+	base := archivetest.CopyArchive(t, filepath.Join(corpus, "archives/live/live"), t.TempDir())
 	times := recordTimes(t, []string{base})
 	vb, err := os.ReadFile(base + ".0")
 	if err != nil {
@@ -298,11 +299,11 @@ func TestReplayFailedFirstFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, full := range []bool{false, true} {
-		a, err := Open(base)
+		a, err := pcplog.Open(base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rp, err := NewReplay([]*Archive{a}, ReplayOptions{})
+		rp, err := NewReplay([]*pcplog.Archive{a}, ReplayOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,9 +51,9 @@ var ErrBackwards = errors.New("replay: time went backwards")
 type Replay struct {
 	// secs and supplies as values, made once (see front)
 	secsFn     func(time.Time) float64
-	suppliesFn func(*Record) bool
+	suppliesFn func(*pcplog.Record) bool
 	mu         sync.Mutex
-	archives   []*Archive
+	archives   []*pcplog.Archive
 	opts       ReplayOptions
 	start      time.Time // label start of the first archive: time origin
 
@@ -65,8 +65,8 @@ type Replay struct {
 	haveEnd bool
 	lastReq float64
 	fetched bool
-	served  time.Time  // the time of the last fetch
-	runs    *runStarts // for Generation, made at its first call
+	served  time.Time         // the time of the last fetch
+	runs    *pcplog.RunStarts // for Generation, made at its first call
 
 	// the phases of a fetch, each with its own state
 	bounds      // the metrics asked and their instances' bounds
@@ -96,14 +96,14 @@ type replayTest struct {
 func (r *Replay) applyAll() bool { return r.test != nil && r.test.applyAll }
 
 // NewReplay replays archives (sorted by their start time) as one timeline.
-func NewReplay(archives []*Archive, opts ReplayOptions) (*Replay, error) {
+func NewReplay(archives []*pcplog.Archive, opts ReplayOptions) (*Replay, error) {
 	if len(archives) == 0 {
 		return nil, errors.New("replay: no archive")
 	}
 	if opts.Window <= 0 {
 		opts.Window = 32
 	}
-	as := append([]*Archive(nil), archives...)
+	as := append([]*pcplog.Archive(nil), archives...)
 	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
 	r := &Replay{archives: as, opts: opts, start: as[0].Label().Start}
 	r.secsFn, r.suppliesFn = r.secs, r.supplies
@@ -151,7 +151,7 @@ func (r *Replay) End() (time.Time, error) {
 }
 
 // Archives returns the archives of the timeline, in time order.
-func (r *Replay) Archives() []*Archive { return r.archives }
+func (r *Replay) Archives() []*pcplog.Archive { return r.archives }
 
 // Metrics returns every metric of the archives, in name order.
 func (r *Replay) Metrics() []source.Metric { return r.metrics }
@@ -159,11 +159,11 @@ func (r *Replay) Metrics() []source.Metric { return r.metrics }
 // instanceIDs returns the ids of Instances(indom), in id order.
 func (r *Replay) instanceIDs(indom semantics.InDom) []int32 {
 	if len(r.archives) == 1 {
-		return r.archives[0].instanceIDs(indom)
+		return r.archives[0].InstanceIDs(indom)
 	}
 	var out []int32
 	for _, a := range r.archives {
-		out = append(out, a.instanceIDs(indom)...)
+		out = append(out, a.InstanceIDs(indom)...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -173,7 +173,7 @@ func (r *Replay) instanceIDs(indom semantics.InDom) []int32 {
 // union, as pmGetInDomArchive), by id, with the names and instance labels
 // in force at the end of the timeline.
 func (r *Replay) Instances(indom semantics.InDom) []source.Instance {
-	ins, _ := r.InstancesInForce(indom, maxTime)
+	ins, _ := r.InstancesInForce(indom, time.Unix(1<<62, 0))
 	return ins
 }
 
@@ -219,7 +219,7 @@ func (r *Replay) Close() error {
 	defer r.mu.Unlock()
 	r.feed.close()
 	if r.runs != nil {
-		r.runs.close()
+		r.runs.Close()
 	}
 	var first error
 	for _, a := range r.archives {
@@ -307,7 +307,7 @@ func (r *Replay) newPM(p semantics.PMID) *pmState {
 		if !ok || len(ids) != len(insts) { // (the metadata grew since)
 			list := insts
 			if len(r.archives) == 1 {
-				list = r.archives[0].inDomArchiveOrder(d.InDom)
+				list = r.archives[0].InDomArchiveOrder(d.InDom)
 			}
 			ids = hashWalkOrder(list)
 			r.orders[d.InDom] = ids
@@ -446,14 +446,8 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 	seenMark := false
 	r.corrupt = false
 	if !r.fetched {
-		if err := r.position(t, tReq); err != nil {
-			r.reset() // the feed and the bounds of the failed attempt
+		if err := r.first(t, tReq, pms); err != nil {
 			return err
-		}
-		for _, pm := range pms {
-			if pm != nil {
-				pm.lastNumval = -1
-			}
 		}
 	}
 	if r.fetched && r.pacing.pace(r.feed) {
@@ -466,18 +460,39 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 		return r.failed(err)
 	}
 	if r.corrupt {
-		// as libpcp: the fetch fails, and the next one starts afresh
-		r.corrupt = false
-		r.reset()
-		return fmt.Errorf("%s: a record read for %s holds a value encoded against its metric's type: %w", r.archives[0].Path(), t.UTC().Format(time.RFC3339Nano), semantics.PMError(pcplog.PMErrLogRec))
+		return r.corrupted(t)
 	}
 	if !r.feed.sparse && r.moved >= sparseRun {
-		r.wouldPass = r.lastSupplied()
+		r.wouldPass = r.pacing.lastSupplied(r.pmList)
 	}
 	r.answer(pmids, pms, tReq, seenMark, res)
 	res.Time = t
 	r.lastReq, r.fetched, r.served = tReq, true, t
 	return nil
+}
+
+// first positions the first fetch at t (tReq seconds from the start), for
+// the metrics pms.
+func (r *Replay) first(t time.Time, tReq float64, pms []*pmState) error {
+	if err := r.position(t, tReq); err != nil {
+		r.reset() // the feed and the bounds of the failed attempt
+		return err
+	}
+	for _, pm := range pms {
+		if pm != nil {
+			pm.lastNumval = -1
+		}
+	}
+	return nil
+}
+
+// corrupted fails the fetch at t that read a record whose encoding
+// contradicts a metric's type, as libpcp does; the next fetch starts
+// afresh.
+func (r *Replay) corrupted(t time.Time) error {
+	r.corrupt = false
+	r.reset()
+	return fmt.Errorf("%s: a record read for %s holds a value encoded against its metric's type: %w", r.archives[0].Path(), t.UTC().Format(time.RFC3339Nano), semantics.PMError(pcplog.PMErrLogRec))
 }
 
 // inTimeline checks that t (tReq seconds from the start) is within the
@@ -521,7 +536,14 @@ func (r *Replay) ask(pmids []semantics.PMID, tReq float64) []*pmState {
 		r.reset()
 	}
 	pms := r.pmsOf(pmids, added)
-	r.want = r.want[:0]
+	r.bounds.wanted(pms, tReq)
+	return pms
+}
+
+// wanted lists in b.want the instances of pms in the result at tReq (their
+// search flags cleared), and counts them per metric.
+func (b *bounds) wanted(pms []*pmState, tReq float64) {
+	b.want = b.want[:0]
 	for _, pm := range pms {
 		if pm == nil {
 			continue
@@ -535,10 +557,9 @@ func (r *Replay) ask(pmids []semantics.PMID, tReq float64) []*pmState {
 				continue
 			}
 			pm.numval++
-			r.want = append(r.want, c)
+			b.want = append(b.want, c)
 		}
 	}
-	return pms
 }
 
 // lowerBounds is a fetch's second pass: the position is rolled forward to
@@ -566,30 +587,44 @@ func (r *Replay) lowerBounds(tReq float64, seenMark *bool) error {
 		}
 	}
 	if back > 0 {
-		// Everything before the read position has been applied to the
-		// bounds already, so a backward search finds nothing new: mark the
-		// region scanned, as libpcp does when it reaches the start.
-		for _, c := range r.want {
-			if !c.search {
-				continue
-			}
-			if c.prior.Kind != semantics.BoundUndefined && c.prior.T <= tReq {
-				c.scPrior = true
-			} else if c.tFirst < tReq {
-				c.tFirst = tReq
-				c.scPrior = true
-			}
-			c.search = false
-		}
+		r.bounds.scanned(tReq)
 	}
 	return nil
+}
+
+// scanned marks the instances wanted whose lower bound lacks (their search
+// flag set) as scanned back from tReq: everything before the read position
+// has been applied to the bounds already, so a backward search finds
+// nothing new, as libpcp's finds nothing once it reaches the start.
+func (b *bounds) scanned(tReq float64) {
+	for _, c := range b.want {
+		if !c.search {
+			continue
+		}
+		if c.prior.Kind != semantics.BoundUndefined && c.prior.T <= tReq {
+			c.scPrior = true
+		} else if c.tFirst < tReq {
+			c.tFirst = tReq
+			c.scPrior = true
+		}
+		c.search = false
+	}
 }
 
 // upperBounds is a fetch's third pass: the records after the position are
 // searched for the wanted instances that lack an upper bound.
 func (r *Replay) upperBounds(tReq float64, seenMark *bool) error {
+	if forw := r.bounds.unbounded(tReq); forw > 0 {
+		return r.searchForward(tReq, forw, seenMark)
+	}
+	return nil
+}
+
+// unbounded sets the search flag of the instances wanted at tReq that
+// lack an upper bound, and returns how many.
+func (b *bounds) unbounded(tReq float64) int {
 	forw := 0
-	for _, c := range r.want {
+	for _, c := range b.want {
 		if c.tLast >= 0 && tReq > c.tLast {
 			continue
 		}
@@ -600,10 +635,7 @@ func (r *Replay) upperBounds(tReq float64, seenMark *bool) error {
 			c.search = true
 		}
 	}
-	if forw > 0 {
-		return r.searchForward(tReq, forw, seenMark)
-	}
-	return nil
+	return forw
 }
 
 // failed returns a fetch's error; a first fetch's failure forgets its
@@ -628,19 +660,11 @@ const hashThreshold = 16
 // set of instances: a delta on the record before it by its changes alone,
 // so that the cost is that of the .meta records, not records x instances.
 func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
-	type snap struct {
-		t    float64
-		node *indomNode
-		m    *meta
-	}
-	var snaps []snap
+	var snaps []pcplog.InDomRecord
 	for _, a := range r.archives {
-		m := a.state().meta
-		for _, s := range m.indoms[indom] {
-			snaps = append(snaps, snap{t: r.secs(s.t), node: s.node, m: m})
-		}
+		snaps = a.AppendInDomRecords(snaps, indom)
 	}
-	sort.SliceStable(snaps, func(i, j int) bool { return snaps[i].t < snaps[j].t })
+	sort.SliceStable(snaps, func(i, j int) bool { return r.secs(snaps[i].Time) < r.secs(snaps[j].Time) })
 	out := map[int32][2]float64{}
 	cur := map[int32]bool{}
 	add := func(id int32, t float64) {
@@ -659,34 +683,34 @@ func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
 		out[id] = c
 	}
 	big := false
-	var prev *indomNode
+	var prev pcplog.InDomRecord
 	for _, s := range snaps {
-		if s.node.base != nil && s.node.base == prev {
-			for _, op := range s.node.ops {
-				switch {
-				case op.del && cur[op.in.ID]:
-					remove(op.in.ID, s.t)
-				case !op.del && !cur[op.in.ID]:
-					add(op.in.ID, s.t)
-				}
+		t := r.secs(s.Time)
+		delta := s.Changes(prev, func(id int32, gone bool) {
+			switch {
+			case gone && cur[id]:
+				remove(id, t)
+			case !gone && !cur[id]:
+				add(id, t)
 			}
-		} else {
+		})
+		if !delta {
 			next := map[int32]bool{}
-			for _, in := range s.m.materialize(s.node) {
+			for _, in := range s.Instances() {
 				next[in.ID] = true
 			}
 			for id := range cur {
 				if !next[id] {
-					remove(id, s.t)
+					remove(id, t)
 				}
 			}
 			for id := range next {
 				if !cur[id] {
-					add(id, s.t)
+					add(id, t)
 				}
 			}
 		}
-		prev = s.node
+		prev = s
 		if len(cur) >= hashThreshold {
 			big = true
 		}

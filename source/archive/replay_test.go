@@ -2,7 +2,7 @@ package archive
 
 import (
 	"bufio"
-	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand"
@@ -17,6 +17,8 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // interpArgs parses "-a ARCH -t I -S O ROOTS..." of a pmfetch_interp row.
@@ -49,11 +51,11 @@ func secondsDur(s float64) time.Duration { return time.Duration(s*1e9 + 0.5) }
 // start plus O every I until the next time would be past the archive end, and
 // returns rows time,metric,inst,value of every value (values only).
 func replayRows(t testing.TB, arch string, rule semantics.InterpRule, interval, offset float64, roots []string) []string {
-	a, err := Open(filepath.Join(corpus, arch))
+	a, err := pcplog.Open(filepath.Join(corpus, arch))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: rule})
+	rp, err := NewReplay([]*pcplog.Archive{a}, ReplayOptions{Interp: rule})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func replayRowsFrom(t testing.TB, rp *Replay, interval, offset float64, roots []
 	return rows
 }
 
-// valueKey is valueText with floats normalised so that bit-identical values
+// valueKey is archivetest.ValueText with floats normalised so that bit-identical values
 // compare equal whatever Python's repr chose.
 func valueKey(v semantics.Value) string {
 	switch v.Type() {
@@ -113,12 +115,12 @@ func valueKey(v semantics.Value) string {
 	case semantics.TypeDouble:
 		return fmt.Sprintf("f%016x", mathFloat64bits(v.Float64()))
 	}
-	return valueText(v)
+	return archivetest.ValueText(v)
 }
 
 func expectedRows(t testing.TB, path string) []string {
 	var rows []string
-	for _, c := range readCSV(t, path) {
+	for _, c := range archivetest.ReadCSV(t, path) {
 		if len(c) < 8 {
 			continue
 		}
@@ -185,11 +187,11 @@ func TestReplayMatchesCorpus(t *testing.T) {
 			t.Run(tc.rule.String()+"/"+filepath.Base(arch)+"/"+filepath.Base(out), func(t *testing.T) {
 				ran++
 				arch, iv, off, roots := interpArgs(t, args)
-				a, err := Open(filepath.Join(corpus, arch))
+				a, err := pcplog.Open(filepath.Join(corpus, arch))
 				if err != nil {
 					t.Fatal(err)
 				}
-				rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: tc.rule})
+				rp, err := NewReplay([]*pcplog.Archive{a}, ReplayOptions{Interp: tc.rule})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -253,11 +255,11 @@ func TestReplaySmallWindow(t *testing.T) {
 	for _, row := range interpManifest(t, "pmfetch_interp_nearest") {
 		args, out := row[0], row[1]
 		arch, iv, off, roots := interpArgs(t, args)
-		a, err := Open(filepath.Join(corpus, arch))
+		a, err := pcplog.Open(filepath.Join(corpus, arch))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rp, err := NewReplay([]*Archive{a}, ReplayOptions{Window: 1})
+		rp, err := NewReplay([]*pcplog.Archive{a}, ReplayOptions{Window: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,9 +293,9 @@ func TestReplayMultiArchive(t *testing.T) {
 				continue
 			}
 			n++
-			var as []*Archive
+			var as []*pcplog.Archive
 			for _, p := range []string{"part_b", "part_a"} { // any order: sorted by start
-				a, err := Open(filepath.Join(corpus, "archives/marks/parts", p))
+				a, err := pcplog.Open(filepath.Join(corpus, "archives/marks/parts", p))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -334,7 +336,7 @@ func TestReplayWindowIsOnlyMemory(t *testing.T) {
 				roots = append(roots, m.Name)
 			}
 			rows := func(window int) []string {
-				rp, err := NewReplay([]*Archive{a}, ReplayOptions{Window: window})
+				rp, err := NewReplay([]*pcplog.Archive{a}, ReplayOptions{Window: window})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -367,9 +369,9 @@ func TestReplayWindowIsOnlyMemory(t *testing.T) {
 // restamped: to half a second after the record five before it (mode
 // "back": time going back in the file) or to the time of the record before
 // it ("equal": two records at one time).
-func restampedLive(t *testing.T, k int, mode string) *Archive {
+func restampedLive(t *testing.T, k int, mode string) *pcplog.Archive {
 	t.Helper()
-	return editedLive(t, func(b []byte, recs []int) {
+	return archivetest.EditedLive(t, pcplog.Open, func(b []byte, recs []int) {
 		at := recs[k]
 		switch mode {
 		case "back": // v2 timestamp: sec, usec
@@ -386,60 +388,6 @@ func restampedLive(t *testing.T, k int, mode string) *Archive {
 	})
 }
 
-// jumbledLive is a copy of live.0 where a fraction of the records (not the
-// first and last five) take the timestamp of a record up to five before or
-// after them: times that repeat and go back and forth all through the file.
-func jumbledLive(t *testing.T, rng *rand.Rand, frac float64) *Archive {
-	t.Helper()
-	return editedLive(t, func(b []byte, recs []int) {
-		orig := bytes.Clone(b)
-		for k := 5; k < len(recs)-5; k++ {
-			if rng.Float64() < frac {
-				from := recs[k+rng.Intn(11)-5]
-				copy(b[recs[k]+4:recs[k]+12], orig[from+4:from+12])
-			}
-		}
-	})
-}
-
-// editedLive copies the corpus's live archive into a temporary directory,
-// with its volume changed by edit (given the offsets of its records).
-func editedLive(t *testing.T, edit func(vol []byte, recs []int)) *Archive {
-	t.Helper()
-	meta, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.meta"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vol, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []int
-	for pos := int(be32(vol)); pos+16 <= len(vol); pos += int(be32(vol[pos:])) {
-		recs = append(recs, pos)
-	}
-	if len(recs) < 100 {
-		t.Fatalf("%d records", len(recs))
-	}
-	b := bytes.Clone(vol)
-	edit(b, recs)
-	index, err := os.ReadFile(filepath.Join(corpus, "archives/live/live.index"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for name, data := range map[string][]byte{"live.meta": meta, "live.0": b, "live.index": index} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, err := Open(filepath.Join(dir, "live"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
 // TestReplaySupersededJumbled: skipping superseded value sets (roll and
 // searchForward) answers as applying every record does, on archives whose
 // record times repeat and go back all through the file, at fetch times
@@ -454,7 +402,7 @@ func TestReplaySupersededJumbled(t *testing.T) {
 	}
 	for seed := int64(1); seed <= seeds; seed++ {
 		rng := rand.New(rand.NewSource(seed))
-		a := jumbledLive(t, rng, []float64{0.1, 0.3, 0.5}[seed%3])
+		a := archivetest.JumbledLive(t, pcplog.Open, rng, []float64{0.1, 0.3, 0.5}[seed%3])
 		end, err := a.End()
 		if err != nil {
 			t.Fatal(err)
@@ -509,7 +457,7 @@ func TestReplaySupersededJumbled(t *testing.T) {
 			rule := []semantics.InterpRule{semantics.InterpNearest, semantics.InterpPrior}[rng.Intn(2)]
 			window := []int{1, 2, 4, 32}[rng.Intn(4)]
 			rows := func(applyAll bool) []string {
-				rp := newTestReplay(t, []*Archive{a}, ReplayOptions{Interp: rule, Window: window}, applyAll)
+				rp := newTestReplay(t, []*pcplog.Archive{a}, ReplayOptions{Interp: rule, Window: window}, applyAll)
 				defer rp.Close()
 				rows := fetchRows(t, rp, times, pmids)
 				searchSkips += rp.test.searchSuperseded
@@ -533,8 +481,7 @@ func TestReplaySupersededJumbled(t *testing.T) {
 // the records the reader hands over (strings included) must not change
 // under the replay.
 func TestReplaySmallReadBuffer(t *testing.T) {
-	defer func(n int) { minWindow = n }(minWindow)
-	minWindow = 256
+	defer pcplog.SetMinWindow(pcplog.SetMinWindow(256))
 	for _, row := range interpManifest(t, "pmfetch_interp_nearest") {
 		args, out := row[0], row[1]
 		arch, iv, off, roots := interpArgs(t, args)
@@ -556,7 +503,7 @@ func TestReplaySmallReadBuffer(t *testing.T) {
 // Without PCPX_LONG_TESTS: one interval and offset per archive, in turn.
 func TestReplaySupersededSets(t *testing.T) {
 	skipped, searchSkipped := 0, 0
-	check := func(a *Archive, arch string, ivs, offs []float64) {
+	check := func(a *pcplog.Archive, arch string, ivs, offs []float64) {
 		var roots []string
 		for _, m := range a.Metrics() {
 			roots = append(roots, m.Name)
@@ -565,7 +512,7 @@ func TestReplaySupersededSets(t *testing.T) {
 			for _, iv := range ivs {
 				for _, off := range offs {
 					rows := func(applyAll bool) []string {
-						rp, err := NewReplay([]*Archive{a}, ReplayOptions{Interp: rule})
+						rp, err := NewReplay([]*pcplog.Archive{a}, ReplayOptions{Interp: rule})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -606,7 +553,7 @@ func TestReplaySupersededSets(t *testing.T) {
 		kStep = 9
 	}
 	for i, arch := range archs {
-		a, err := Open(filepath.Join(corpus, arch))
+		a, err := pcplog.Open(filepath.Join(corpus, arch))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -626,3 +573,10 @@ func TestReplaySupersededSets(t *testing.T) {
 	}
 	t.Logf("%d archives, %d value sets skipped as superseded, %d of them by searchForward", len(archs), skipped, searchSkipped)
 }
+
+// corpus is the repository's corpus of archives and libpcp's answers.
+const corpus = "../../testdata/pcp-corpus"
+
+func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
+
+func put32(b []byte, off int, v uint32) { binary.BigEndian.PutUint32(b[off:], v) }

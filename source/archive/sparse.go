@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // pacing is the state of sparse reading (see pace): the records this
@@ -66,17 +67,18 @@ func (r *Replay) switched() {
 	}
 }
 
-// lastSupplied reports whether every instance in the result has its lower
+// lastSupplied reports whether every instance in the result (of pms, the
+// bounds' states) has its lower
 // bound from the last record this fetch applied at the position: sparse
 // reading would then have passed over the records before it (see
 // supplies), as it will at this pace.
-func (r *Replay) lastSupplied() bool {
-	if r.lastPosMark {
+func (p *pacing) lastSupplied(pms []*pmState) bool {
+	if p.lastPosMark {
 		return false
 	}
-	for _, pm := range r.pmList {
+	for _, pm := range pms {
 		for _, c := range pm.icps {
-			if c.inresult && (c.prior.Kind != semantics.BoundValue || c.prior.T != r.lastPos) {
+			if c.inresult && (c.prior.Kind != semantics.BoundValue || c.prior.T != p.lastPos) {
 				return false
 			}
 		}
@@ -99,7 +101,7 @@ const sparseRun = 4
 // holding for any number of records between: each instance's lower bound
 // is rec's, set from the same state, and no record of the run touches an
 // upper bound (they are before tReq; at tReq, rec alone).
-func (r *Replay) supplies(rec *Record) bool {
+func (r *Replay) supplies(rec *pcplog.Record) bool {
 	r.gen++
 	if r.gen == 0 { // wrapped: no instance may hold a stale mark
 		for _, pm := range r.pmList {
@@ -175,12 +177,12 @@ func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
 		if err != nil {
 			return nil, false, err
 		}
-		if res == runRefused {
+		if res == pcplog.RunRefused {
 			r.refused++
 		}
-		if res == runAccepted && lead != nil {
+		if res == pcplog.RunAccepted && lead != nil {
 			n, tFirst = n+1, lead.t
-			r.pop()
+			r.window.pop()
 		}
 		r.passed += n
 		r.moved += n

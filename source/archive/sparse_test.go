@@ -14,73 +14,9 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
-
-// sparseTimelines are the timelines TestReplaySparse replays: every archive
-// of the corpus (volumes compressed or not, one or several, v2 and v3),
-// the two archives of marks/parts as one timeline, and copies of live.0
-// whose records take a neighbour's time (times repeat and go back).
-func sparseTimelines(t *testing.T) (names []string, sets, clean [][]*Archive) {
-	metas, err := filepath.Glob(filepath.Join(corpus, "archives/*/*.meta*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range metas {
-		base := BaseName(m)
-		a, err := Open(base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close() })
-		names = append(names, strings.TrimPrefix(base, corpus+"/"))
-		sets = append(sets, []*Archive{a})
-	}
-	var parts []*Archive
-	for _, p := range []string{"part_a", "part_b"} {
-		a, err := Open(filepath.Join(corpus, "archives/marks/parts", p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close() })
-		parts = append(parts, a)
-	}
-	names = append(names, "marks/parts (two archives)")
-	sets = append(sets, parts)
-	for seed := int64(1); seed <= 3; seed++ {
-		rng := rand.New(rand.NewSource(seed))
-		names = append(names, fmt.Sprintf("live jumbled (seed %d)", seed))
-		sets = append(sets, []*Archive{jumbledLive(t, rng, 0.2)})
-	}
-	if len(sets) < 25 {
-		t.Fatalf("only %d timelines", len(sets))
-	}
-	clean = slices.Clone(sets)
-	live, err := Open(filepath.Join(corpus, "archives/live/live"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { live.Close() })
-	// records whose framing is wrong end a run before them: the answers
-	// and the error are those of reading every record (the fetch times
-	// and metrics are chosen from the records of the intact archive)
-	for _, c := range []struct {
-		name string
-		edit func(b []byte, recs []int, k int)
-	}{
-		{"trailer wrong", func(b []byte, recs []int, k int) { put32(b, recs[k+1]-4, be32(b[recs[k+1]-4:])+8) }},
-		{"length wrong", func(b []byte, recs []int, k int) { put32(b, recs[k], be32(b[recs[k]:])-8) }},
-		{"numpmid too large", func(b []byte, recs []int, k int) { put32(b, recs[k]+12, 1<<30) }},
-		{"a mark", func(b []byte, recs []int, k int) { put32(b, recs[k]+12, 0) }},
-	} {
-		for _, k := range []int{60} {
-			names = append(names, fmt.Sprintf("live, record %d: %s", k, c.name))
-			sets = append(sets, []*Archive{editedLive(t, func(b []byte, recs []int) { c.edit(b, recs, k) })})
-			clean = append(clean, []*Archive{live})
-		}
-	}
-	return names, sets, clean
-}
 
 // TestReplaySparse: a replay whose fetches are several records apart reads
 // sparsely (see Replay.front and Reader.skipRun), passing over runs of
@@ -98,14 +34,13 @@ func TestReplaySparse(t *testing.T) {
 	if longtest.Enabled() {
 		sparseEvery = 1
 	}
-	names, sets, clean := sparseTimelines(t)
+	names, sets, clean := archivetest.Timelines(t, pcplog.Open)
 	g0 := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(7))
-	refused0, used0, missed0 := runsRefused.Load(), tailsUsed.Load(), tailsMissed.Load()
+	refused0, used0, missed0 := pcplog.ReadAheadCounts()
 	// what tails reads ahead is used whenever predicted right, however
 	// busy the processors are
-	defer func(w bool) { tailsWaitAll = w }(tailsWaitAll)
-	tailsWaitAll = true
+	defer pcplog.SetTailsWaitAll(pcplog.SetTailsWaitAll(true))
 	var passed, switches, cases, sparseTimelines int
 	for ti, as := range sets {
 		var recTimes []time.Time
@@ -207,7 +142,8 @@ func TestReplaySparse(t *testing.T) {
 			sparseTimelines++
 		}
 	}
-	refused := runsRefused.Load() - refused0
+	refused1, used1, missed1 := pcplog.ReadAheadCounts()
+	refused := refused1 - refused0
 	t.Logf("%d cases over %d timelines: %d records passed over (in %d timelines), %d runs refused, %d switches between dense and sparse reading",
 		cases, len(sets), passed, sparseTimelines, refused, switches)
 	if sparseTimelines < len(sets)/2 {
@@ -221,7 +157,7 @@ func TestReplaySparse(t *testing.T) {
 	}
 	// the runs' ends read ahead (see tails) were used, and predicted
 	// wrongly too, with the answers unchanged
-	used, missed := tailsUsed.Load()-used0, tailsMissed.Load()-missed0
+	used, missed := used1-used0, missed1-missed0
 	t.Logf("runs' ends read ahead: %d used, %d predicted wrongly", used, missed)
 	if used == 0 || missed == 0 {
 		t.Errorf("runs' ends read ahead: %d used, %d predicted wrongly: the test covers both", used, missed)
@@ -240,7 +176,7 @@ func TestReplaySparse(t *testing.T) {
 
 // sparseRows replays as at the times ts and returns the rows of every
 // answer (see fetchRows), the records passed over and the switches.
-func sparseRows(t *testing.T, as []*Archive, rule semantics.InterpRule, ts []time.Time, pmids []semantics.PMID, applyAll bool) ([]string, int, int) {
+func sparseRows(t *testing.T, as []*pcplog.Archive, rule semantics.InterpRule, ts []time.Time, pmids []semantics.PMID, applyAll bool) ([]string, int, int) {
 	t.Helper()
 	rp := newTestReplay(t, as, ReplayOptions{Interp: rule}, applyAll)
 	defer rp.Close()
@@ -249,7 +185,7 @@ func sparseRows(t *testing.T, as []*Archive, rule semantics.InterpRule, ts []tim
 
 // newTestReplay is NewReplay, applying every record (none passed over, no
 // superseded set skipped) when applyAll is set: the reference.
-func newTestReplay(t *testing.T, as []*Archive, opts ReplayOptions, applyAll bool) *Replay {
+func newTestReplay(t *testing.T, as []*pcplog.Archive, opts ReplayOptions, applyAll bool) *Replay {
 	t.Helper()
 	rp, err := NewReplay(as, opts)
 	if err != nil {
@@ -286,7 +222,7 @@ func fetchRows(t *testing.T, rp *Replay, ts []time.Time, pmids []semantics.PMID)
 // metrics with values in at least 80% of its records.
 func liveRegular(t *testing.T) ([]time.Time, []semantics.PMID) {
 	t.Helper()
-	live, err := Open(filepath.Join(corpus, "archives/live/live"))
+	live, err := pcplog.Open(filepath.Join(corpus, "archives/live/live"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +260,7 @@ func liveRegular(t *testing.T) ([]time.Time, []semantics.PMID) {
 func TestReplaySparseUndecoded(t *testing.T) {
 	const k = 60
 	var recOff, setOff int
-	a := editedLive(t, func(b []byte, recs []int) {
+	a := archivetest.EditedLive(t, pcplog.Open, func(b []byte, recs []int) {
 		recOff, setOff = recs[k], recs[k]+16
 		put32(b, setOff+4, 1<<20) // numval of the record's first set
 	})
@@ -339,7 +275,7 @@ func TestReplaySparseUndecoded(t *testing.T) {
 	// fetches 8 records apart: the record is inside the run of the fetch
 	// after k-4, whose last record is k+4
 	over := at(k-28, k-20, k-12, k-4, k+4, k+12)
-	rows, passed, _ := sparseRows(t, []*Archive{a}, semantics.InterpPrior, over, pmids, false)
+	rows, passed, _ := sparseRows(t, []*pcplog.Archive{a}, semantics.InterpPrior, over, pmids, false)
 	for _, r := range rows {
 		if strings.Contains(r, "numval") {
 			t.Errorf("a record passed over failed a fetch: %s", r)
@@ -349,13 +285,13 @@ func TestReplaySparseUndecoded(t *testing.T) {
 		t.Fatal("no record passed over")
 	}
 	wantErr := fmt.Sprintf("offset %d: numval %d", setOff+4, 1<<20)
-	rows, _, _ = sparseRows(t, []*Archive{a}, semantics.InterpPrior, over, pmids, true)
+	rows, _, _ = sparseRows(t, []*pcplog.Archive{a}, semantics.InterpPrior, over, pmids, true)
 	if !slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, wantErr) && strings.Contains(r, "live.0") }) {
 		t.Errorf("reading every record: no error %q among %d rows", wantErr, len(rows))
 	}
 	// the record last of a run: the fetch fails
 	last := at(k-24, k-16, k-8, k, k+8)
-	rows, passed, _ = sparseRows(t, []*Archive{a}, semantics.InterpPrior, last, pmids, false)
+	rows, passed, _ = sparseRows(t, []*pcplog.Archive{a}, semantics.InterpPrior, last, pmids, false)
 	if passed == 0 || !slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, wantErr) && strings.Contains(r, "live.0") }) {
 		t.Errorf("record %d (offset %d) last of a run: %d passed over, no error %q", k, recOff, passed, wantErr)
 	}
@@ -390,16 +326,16 @@ func TestReplaySparseGrowing(t *testing.T) {
 		}
 		every := len(ts)/len(cuts) + 1
 		run := func(applyAll bool) []string {
-			base := copyArchive(t, src, t.TempDir())
+			base := archivetest.CopyArchive(t, src, t.TempDir())
 			if err := os.WriteFile(base+".0", vol[:cuts[0]], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			a, err := Open(base)
+			a, err := pcplog.Open(base)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer a.Close()
-			rp := newTestReplay(t, []*Archive{a}, ReplayOptions{}, applyAll)
+			rp := newTestReplay(t, []*pcplog.Archive{a}, ReplayOptions{}, applyAll)
 			defer rp.Close()
 			var rows []string
 			ci := 0
@@ -431,134 +367,5 @@ func TestReplaySparseGrowing(t *testing.T) {
 	t.Logf("40 growing archives: %d records passed over, %d switches between dense and sparse reading", passed, switches)
 	if passed == 0 || switches == 0 {
 		t.Error("no record passed over, or no switch: the test misses its purpose")
-	}
-}
-
-// TestHeadsMatchRecords: the heads sparse reading walks (type heads, one
-// read per record after the first) give each record's offset, length and
-// time as decoding the volume does, record after record, for every plain
-// volume of the sparse timelines (framing-broken copies included, up to
-// the first record the reader rejects); a head read alone, without the
-// header the previous read brought, is the same.
-func TestHeadsMatchRecords(t *testing.T) {
-	_, sets, _ := sparseTimelines(t)
-	compared := 0
-	for _, as := range sets {
-		for _, a := range as {
-			type decoded struct {
-				t   time.Time
-				off int64
-			}
-			// the records the reader decodes, per volume, in file order
-			recs := map[int][]decoded{}
-			rd := a.Records()
-			for rd.Next() {
-				rec := rd.Record()
-				recs[rec.Vol] = append(recs[rec.Vol], decoded{rec.Time, rec.Off})
-			}
-			rd.Close()
-			hl := a.Records().hdrSize
-			for _, vf := range a.state().vols {
-				if compressionOf(vf.path) != "" {
-					continue
-				}
-				f, err := os.Open(vf.path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				walk := heads{f: f, hl: hl, b: make([]byte, hl+4)}
-				pos := int64(pcplog.LabelSize(a.Label().Version))
-				for i, d := range recs[vf.num] {
-					e := walk.at(pos)
-					alone := heads{f: f, hl: hl, b: make([]byte, hl+4)}
-					if got := alone.at(pos); got != e {
-						t.Fatalf("%s at %d: head read alone %+v, walked %+v", vf.path, pos, got, e)
-					}
-					tm := pcplog.TimeV2(e.tb[:])
-					if a.Label().Version == 3 {
-						tm = pcplog.TimeV3(e.tb[:])
-					}
-					if e.end || !e.trailer || pos != d.off || !tm.Equal(d.t) {
-						t.Fatalf("%s record %d: head %+v at %d (time %v), decoded at %d (time %v)", vf.path, i, e, pos, tm, d.off, d.t)
-					}
-					pos += int64(e.len)
-					compared++
-				}
-				f.Close()
-			}
-		}
-	}
-	if compared < 1000 {
-		t.Errorf("only %d heads compared", compared)
-	}
-	t.Logf("%d heads compared", compared)
-}
-
-// TestTailsReadAhead: the runs' ends read ahead (see tails) are handed over
-// only for a run ending at the offset predicted, of the same file, and
-// holding its last record whole; a wrong prediction gives nothing (the
-// caller reads) and the predictions start again from the run found.
-func TestTailsReadAhead(t *testing.T) {
-	data := make([]byte, 20000)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	path := filepath.Join(t.TempDir(), "vol")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	other, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	tl := startTails()
-	defer tl.stop()
-	used0, missed0 := tailsUsed.Load(), tailsMissed.Load()
-	const jLen, want = 300, 600
-	for _, c := range []struct {
-		f    *os.File
-		off  int64
-		want bool // bytes handed over
-	}{
-		{f, 1000, false}, // no stride known yet
-		{f, 2000, false}, // predicts 3000, 4000, 5000, 6000
-		{f, 3000, true},
-		{f, 4000, true},
-		{f, 4500, false},     // wrong: predicts again from 4500, stride 500
-		{f, 5000, true},      // 5000, 5500, 6000, 6500
-		{other, 5500, false}, // another file at the predicted offset
-		{other, 6000, false},
-		{other, 6500, true},
-		{other, 19800, false}, // wrong, stride 13300
-		{other, 19300, false}, // wrong, going back: no prediction
-		{other, 19400, false}, // stride 100: 19500, 19600, 19700, 19800
-		{other, 19500, true},  // 500 bytes of 600: j whole
-		{other, 19600, true},
-		{other, 19700, true},  // j only
-		{other, 19800, false}, // 200 bytes of j's 300 (the file ends)
-	} {
-		for len(tl.got) < tl.inflight { // the goroutine done (else not waited for)
-			time.Sleep(time.Millisecond)
-		}
-		tl.heads(c.f, c.off-100) // runs from 100 bytes before their ends
-		b := tl.take(c.f, 20, c.off-100, c.off, jLen, want)
-		if (b != nil) != c.want {
-			t.Fatalf("take at %d: got %d bytes, want bytes: %v", c.off, len(b), c.want)
-		}
-		if b != nil && !slices.Equal(b, data[c.off:min(c.off+want, int64(len(data)))]) {
-			t.Fatalf("take at %d: the bytes are not the file's there", c.off)
-		}
-		if b != nil {
-			tl.swapped(b)
-		}
-	}
-	if used, missed := tailsUsed.Load()-used0, tailsMissed.Load()-missed0; used != 7 || missed != 4 {
-		t.Errorf("%d reads used, %d predicted wrongly; want 7 and 4", used, missed)
 	}
 }

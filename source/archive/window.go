@@ -5,6 +5,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // windowValues bounds the values the window holds (8 MiB of them): records
@@ -135,13 +136,14 @@ func (r *Replay) at(i int) (*winRec, error) {
 	return r.win[i], nil
 }
 
-func (r *Replay) pop() {
-	w := r.win[0]
-	r.winValues -= len(w.vals)
-	copy(r.win, r.win[1:])
-	r.win[len(r.win)-1] = nil
-	r.win = r.win[:len(r.win)-1]
-	r.spare = append(r.spare, w)
+// pop moves the oldest record of the window to the spares.
+func (wd *window) pop() {
+	w := wd.win[0]
+	wd.winValues -= len(w.vals)
+	copy(wd.win, wd.win[1:])
+	wd.win[len(wd.win)-1] = nil
+	wd.win = wd.win[:len(wd.win)-1]
+	wd.spare = append(wd.spare, w)
 }
 
 // roll is do_roll: read forward from the position while records are at or
@@ -165,7 +167,7 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 		r.moved++
 		r.lastPos, r.lastPosMark = w.t, w.mark
 		if !direct {
-			r.pop()
+			r.window.pop()
 		}
 	}
 }
@@ -323,7 +325,7 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 			r.lastPos, r.lastPosMark = w.t, w.mark
 		case w.t <= tReq && i == 0:
 			r.lastPos, r.lastPosMark = w.t, w.mark
-			r.pop()
+			r.window.pop()
 			r.moved++
 		default:
 			i++
@@ -409,7 +411,7 @@ func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, see
 		set := &w.sets[i]
 		pm := r.pmAt(&r.setHint, i, set.PMID)
 		if pm == nil || set.Err != nil {
-			if pm != nil && set.Err == ErrEncoding {
+			if pm != nil && set.Err == pcplog.ErrEncoding {
 				r.corrupt = true // libpcp's update_bounds: PM_ERR_LOGREC
 			}
 			continue
@@ -493,7 +495,7 @@ func (r *Replay) readOne() (bool, error) {
 }
 
 // push copies a record into the window.
-func (r *Replay) push(rec *Record, ai int) {
+func (r *Replay) push(rec *pcplog.Record, ai int) {
 	var w *winRec
 	if n := len(r.spare); n > 0 {
 		w = r.spare[n-1]
@@ -507,7 +509,7 @@ func (r *Replay) push(rec *Record, ai int) {
 }
 
 // fillWin copies the sets of rec that belong to followed metrics into w.
-func (r *Replay) fillWin(w *winRec, rec *Record, ai int) {
+func (r *Replay) fillWin(w *winRec, rec *pcplog.Record, ai int) {
 	w.time = rec.Time
 	w.t = r.secs(rec.Time)
 	w.mark = rec.Mark

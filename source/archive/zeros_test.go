@@ -10,6 +10,8 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // TestFollowZeroTailedVolume: an archive being followed whose volume ends
@@ -20,13 +22,13 @@ import (
 // none either.)
 func TestFollowZeroTailedVolume(t *testing.T) {
 	dir := t.TempDir()
-	copyArchive(t, filepath.Join(corpus, "archives", "live", "live_v3"), dir)
+	archivetest.CopyArchive(t, filepath.Join(corpus, "archives", "live", "live_v3"), dir)
 	vol := filepath.Join(dir, "live_v3.0")
 	full, err := os.ReadFile(vol)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Open(filepath.Join(dir, "live_v3"))
+	a, err := pcplog.Open(filepath.Join(dir, "live_v3"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package mmv
 import (
 	"fmt"
 
+	"github.com/pcp-exporter/pcp-exporter/internal/pcpwire"
 	"github.com/pcp-exporter/pcp-exporter/source/mmv/internal/layout"
 )
 
@@ -102,47 +103,17 @@ func (e *FormatError) Error() string {
 // ne is the host byte order that MMV files use.
 var ne = layout.NE
 
-// decoder reads fields of a mapped file with bounds checks. The first
-// failure is sticky: later reads return zero and err keeps the first error.
-type decoder struct {
-	file string
-	b    []byte
-	err  error
-}
+// decoder returns a decoder of the fields of a file's data, in the host's
+// byte order as MMV files hold them; fileErr names the file in its errors.
+func decoder(data []byte) pcpwire.Decoder { return pcpwire.NewHostDecoder(data, 0, "file") }
 
-func (d *decoder) fail(off uint64, format string, args ...any) {
-	if d.err == nil {
-		d.err = &FormatError{File: d.file, Off: int64(min(off, 1<<62)), Msg: fmt.Sprintf(format, args...)}
+// fileErr turns a decoding error (a *pcpwire.Error) of the file at path
+// into a FormatError; other errors are returned as they are.
+func fileErr(err error, path string) error {
+	if we, ok := err.(*pcpwire.Error); ok {
+		return &FormatError{File: path, Off: we.Offset, Msg: we.Msg}
 	}
-}
-
-// has reports whether n bytes at off lie inside the file.
-func (d *decoder) has(off, n uint64) bool {
-	return off <= uint64(len(d.b)) && n <= uint64(len(d.b))-off
-}
-
-func (d *decoder) u32(off uint64) uint32 {
-	if d.err != nil {
-		return 0
-	}
-	if !d.has(off, 4) {
-		d.fail(off, "4-byte field past end of file (size %d)", len(d.b))
-		return 0
-	}
-	return ne.Uint32(d.b[off:])
-}
-
-func (d *decoder) i32(off uint64) int32 { return int32(d.u32(off)) }
-
-func (d *decoder) u64(off uint64) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	if !d.has(off, 8) {
-		d.fail(off, "8-byte field past end of file (size %d)", len(d.b))
-		return 0
-	}
-	return ne.Uint64(d.b[off:])
+	return err
 }
 
 // cstr returns the NUL-terminated text of the n-byte field at off, at most

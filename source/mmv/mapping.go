@@ -156,12 +156,13 @@ func (m *mapping) checkHeader(pidCheck bool) error {
 	if string(b[0:4]) != "MMV\x00" {
 		return &FormatError{File: m.path, Off: 0, Msg: fmt.Sprintf("bad magic %q, want \"MMV\\x00\"", b[0:4])}
 	}
-	h := header{
-		version: int32(ne.Uint32(b[4:])),
-		tocs:    int32(ne.Uint32(b[24:])),
-		flags:   Flags(ne.Uint32(b[28:])),
-		process: int32(ne.Uint32(b[32:])),
-		cluster: int32(ne.Uint32(b[36:])),
+	d := decoder(b)
+	d.Skip(4)
+	h := header{version: d.I32()}
+	d.Skip(16) // the generations, read atomically (gens)
+	h.tocs, h.flags, h.process, h.cluster = d.I32(), Flags(d.U32()), d.I32(), d.I32()
+	if err := d.Err(); err != nil { // cannot happen: the mapping holds a header
+		return fileErr(err, m.path)
 	}
 	h.g1, h.g2 = m.gens()
 	if h.version < 1 || h.version > 3 {

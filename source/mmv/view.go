@@ -173,14 +173,15 @@ type toc struct {
 }
 
 func (v *view) decodeFile(f *loaded, names map[string]bool, indoms map[semantics.InDom]map[int32]struct{}, log *slog.Logger) {
-	d := &decoder{file: f.path, b: f.data}
+	d := decoder(f.data)
+	d.Seek(headerSize)
 	var tocs [maxTOCs]toc // checkHeader bounds the count
 	for i := range int(f.hdr.tocs) {
-		at := uint64(headerSize + tocSize*i)
-		tocs[i] = toc{typ: d.i32(at), count: d.u32(at + 4), off: d.u64(at + 8), at: at}
+		at := uint64(d.Pos())
+		tocs[i] = toc{typ: d.I32(), count: d.U32(), off: d.U64(), at: at}
 	}
-	if d.err != nil { // cannot happen: checkHeader checked the TOC size
-		f.problem(log, "%v", d.err)
+	if err := d.Err(); err != nil { // cannot happen: checkHeader checked the TOC size
+		f.problem(log, "%v", fileErr(err, f.path))
 		return
 	}
 	seen := map[int32]bool{}

@@ -36,34 +36,34 @@ func TestCapture(t *testing.T) {
 		pmids = append(pmids, uint32(m.Desc.PMID))
 	}
 	reqs := map[string]func(){
-		"traverse": func() { c.w.begin(pduPMNSTraverse); c.w.u32(0); c.w.u32(0) },
+		"traverse": func() { c.w.Begin(pduPMNSTraverse); c.w.U32(0); c.w.U32(0) },
 		"result": func() {
-			c.w.begin(pduHighresFetch)
-			c.w.u32(0)
-			c.w.u32(0)
-			c.w.u32(0)
-			c.w.u32(uint32(len(pmids)))
+			c.w.Begin(pduHighresFetch)
+			c.w.U32(0)
+			c.w.U32(0)
+			c.w.U32(0)
+			c.w.U32(uint32(len(pmids)))
 			for _, id := range pmids {
-				c.w.u32(id)
+				c.w.U32(id)
 			}
 		},
 		"instance": func() {
-			c.w.begin(pduInstanceReq)
+			c.w.Begin(pduInstanceReq)
 			for _, w := range []uint32{uint32(semantics.NewInDom(60, 0)), 0, 0, 0xffffffff, 0} {
-				c.w.u32(w)
+				c.w.U32(w)
 			}
 		},
-		"labels": func() { c.w.begin(pduLabelReq); c.w.u32(uint32(semantics.NewInDom(60, 0))); c.w.u32(labelInstances) },
+		"labels": func() { c.w.Begin(pduLabelReq); c.w.U32(uint32(semantics.NewInDom(60, 0))); c.w.U32(labelInstances) },
 		"text": func() {
-			c.w.begin(pduTextReq)
-			c.w.u32(uint32(semantics.NewPMID(60, 2, 0)))
-			c.w.u32(textOneLine | textPMID)
+			c.w.Begin(pduTextReq)
+			c.w.U32(uint32(semantics.NewPMID(60, 2, 0)))
+			c.w.U32(textOneLine | textPMID)
 		},
 	}
 	for _, name := range captured {
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 		reqs[name]()
-		c.w.finish()
+		c.w.Finish()
 		err := c.exchange(time.Now().Add(10*time.Second), 1, func(_ int, p pdu) error {
 			if p.typ == pduError {
 				return c.expect(p, 0)

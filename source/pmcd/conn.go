@@ -9,7 +9,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/pcp-exporter/pcp-exporter/internal/pcpwire"
 )
 
 // Endpoint is where a pmcd listens: a unix socket path or a TCP address.
@@ -101,7 +104,7 @@ type conn struct {
 	features uint32
 	max      int
 	rbuf     []byte
-	w        encoder
+	w        pcpwire.Encoder
 	// writeErr receives the result of a pipelined write.
 	writeErr chan error
 	// sent counts the requests sent by exchange.
@@ -128,15 +131,15 @@ type conn struct {
 // with (Options.Security).
 var ErrUnsupportedSecurity = errors.New("requires authentication this client is not configured for")
 
-// dial connects to ep and runs the handshake within timeout.
-func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
+// dialConn connects to ep and runs the handshake within timeout.
+func dialConn(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.Dial(ep.Network, ep.Address)
 	if err != nil && ep.fallback != nil && ep.Network == "unix" {
 		if _, serr := os.Stat(ep.Address); serr != nil {
 			fb := *ep.fallback
 			fb.sec = ep.sec
-			return dial(fb, timeout, max)
+			return dialConn(fb, timeout, max)
 		}
 	}
 	if err != nil {
@@ -145,7 +148,7 @@ func dial(ep Endpoint, timeout time.Duration, max int) (*conn, error) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	cn := &conn{c: c, r: bufio.NewReaderSize(c, 16<<10), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1), sec: ep.sec}
+	cn := &conn{c: c, r: bufio.NewReaderSize(c, readerSize), peer: ep.String(), unix: ep.Network == "unix", max: max, writeErr: make(chan error, 1), sec: ep.sec}
 	if err := cn.handshake(timeout); err != nil {
 		c.Close()
 		return nil, err
@@ -178,12 +181,45 @@ func (c *conn) close() {
 	}()
 }
 
+// readerSize is the size of a connection's reply reader.
+const readerSize = 16 << 10
+
 // drainTimeout bounds how long a closed connection waits for pmcd to close
 // its side.
 const drainTimeout = 30 * time.Second
 
+// readers are the reply readers of connections between fetches: a pooled
+// /probe target's connection is idle most of the time, and its reader
+// (16 KiB) is put back here after each probe (releaseReader).
+var readers sync.Pool
+
+// releaseReader gives the reply reader back to readers, unless pmcd sent
+// something not yet read.
+func (c *conn) releaseReader() {
+	if c.r == nil || c.r.Buffered() != 0 {
+		return
+	}
+	c.r.Reset(nil)
+	readers.Put(c.r)
+	c.r = nil
+}
+
+// reader returns the reply reader, taking one from readers after
+// releaseReader.
+func (c *conn) reader() *bufio.Reader {
+	if c.r == nil {
+		if r, ok := readers.Get().(*bufio.Reader); ok {
+			r.Reset(c.c)
+			c.r = r
+		} else {
+			c.r = bufio.NewReaderSize(c.c, readerSize)
+		}
+	}
+	return c.r
+}
+
 func (c *conn) read() (pdu, error) {
-	p, buf, err := readPDU(c.r, c.rbuf, c.max, c.peer)
+	p, buf, err := readPDU(c.reader(), c.rbuf, c.max, c.peer)
 	c.rbuf = retain(buf, &c.dropped)
 	if err != nil {
 		var fe *FormatError
@@ -210,11 +246,12 @@ func (c *conn) handshake(timeout time.Duration) error {
 	if p.typ != pduError || len(p.b) != 20 {
 		return &FormatError{Peer: c.peer, PDU: pduName(p.typ), Offset: 0, Msg: fmt.Sprintf("greeting of %d bytes is not the 20-byte ERROR pmcd sends first", len(p.b))}
 	}
-	code := int32(be32(p.b[12:]))
+	d := decoder(p)
+	code := d.I32()
+	info := d.U32()
 	if code != 0 {
 		return fmt.Errorf("pmcd at %s refused the connection: %v", c.peer, pmErr(v1ToV2(code)))
 	}
-	info := be32(p.b[16:])
 	if v := info >> 24 & 0x7f; v != 2 {
 		return &FormatError{Peer: c.peer, PDU: "ERROR", Offset: 16, Msg: fmt.Sprintf("protocol version %d, want 2", v)}
 	}
@@ -232,29 +269,29 @@ func (c *conn) handshake(timeout time.Duration) error {
 	}
 	flags |= secure
 	w := &c.w
-	w.b = w.b[:0]
-	w.begin(pduCreds)
-	w.u32(1)
-	w.u32(1<<24 | 2<<16 | flags)
-	w.finish()
+	w.B = w.B[:0]
+	w.Begin(pduCreds)
+	w.U32(1)
+	w.U32(1<<24 | 2<<16 | flags)
+	w.Finish()
 	if secure&^featCertReqd != 0 {
 		if err := c.upgrade(flags, time.Now().Add(timeout)); err != nil {
 			return err
 		}
 	}
-	w.begin(pduProfile)
-	w.u32(0) // ctxid
-	w.u32(0) // include everything
-	w.u32(0) // no per-indom entries
-	w.u32(0)
-	w.finish()
-	w.begin(pduPMNSNames)
-	w.u32(uint32(len("pmcd.hostname") + 1))
-	w.u32(0)
-	w.u32(1)
-	w.str("pmcd.hostname")
-	w.finish()
-	if _, err := c.c.Write(w.b); err != nil {
+	w.Begin(pduProfile)
+	w.U32(0) // ctxid
+	w.U32(0) // include everything
+	w.U32(0) // no per-indom entries
+	w.U32(0)
+	w.Finish()
+	w.Begin(pduPMNSNames)
+	w.U32(uint32(len("pmcd.hostname") + 1))
+	w.U32(0)
+	w.U32(1)
+	w.Str("pmcd.hostname")
+	w.Finish()
+	if _, err := c.c.Write(w.B); err != nil {
 		return c.peerErr(err)
 	}
 	p, err = c.read()
@@ -300,10 +337,6 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func be32(b []byte) uint32 {
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-}
-
 // exchange sends the requests built in c.w (n of them) and hands each of
 // the n replies, in order, to handle, all within deadline. The requests
 // are written by another goroutine while the replies are read, so neither
@@ -311,14 +344,14 @@ func be32(b []byte) uint32 {
 func (c *conn) exchange(deadline time.Time, n int, handle func(i int, p pdu) error) error {
 	c.c.SetDeadline(deadline)
 	c.sent += n
-	if len(c.w.b) <= 64<<10 {
-		if _, err := c.c.Write(c.w.b); err != nil {
+	if len(c.w.B) <= 64<<10 {
+		if _, err := c.c.Write(c.w.B); err != nil {
 			return c.ioErr(err)
 		}
 		return c.replies(n, handle)
 	}
 	go func() {
-		_, err := c.c.Write(c.w.b)
+		_, err := c.c.Write(c.w.B)
 		c.writeErr <- err
 	}()
 	err := c.replies(n, handle)

@@ -15,10 +15,15 @@ import (
 // -l hinv.cpu.clock on the same host).
 func TestCapturedReplies(t *testing.T) {
 	text := readCaptured(t, "text")
-	d := newDecoder(text, "testdata")
-	d.u32()
-	if got := string(d.bytes(d.count(1, "buflen"), true)); got != "1, 5 and 15 minute load average" || d.end() != nil {
-		t.Errorf("TEXT: %q %v", got, d.err)
+	d := decoder(text)
+	d.U32()
+	got := string(d.Bytes(d.Count(1, "buflen")))
+	d.Pad()
+	if got != "1, 5 and 15 minute load average" || d.End() != nil {
+		t.Errorf("TEXT: %q %v", got, d.Err())
+	}
+	if got, err := decodeText(text, "testdata"); got != "1, 5 and 15 minute load average" || err != nil {
+		t.Errorf("TEXT: %q %v", got, err)
 	}
 	insts, _, err := decodeInstances(readCaptured(t, "instance"), "testdata", 0)
 	if err != nil || len(insts) != 2 || insts[0].Name != "cpu0" || insts[1].ID != 1 || insts[1].Name != "cpu1" {
@@ -108,11 +113,14 @@ func decodeAny(p pdu) {
 				}
 			}
 		}
+	case pduText:
+		decodeText(p, "fuzz")
 	default:
-		d := newDecoder(p, "fuzz")
-		d.u32()
-		d.bytes(d.count(1, "buflen"), true)
-		d.end()
+		d := decoder(p)
+		d.U32()
+		d.Bytes(d.Count(1, "buflen"))
+		d.Pad()
+		d.End()
 	}
 }
 

@@ -7,6 +7,11 @@
 // what is new to the selection, load.go), and the fetch of every selected metric
 // in as few HIGHRES_FETCH PDUs as pmcd's request size limit allows.
 //
+// The requests are a client layer over the connection (client.go, fetch.go:
+// each encodes, exchanges and decodes one kind of request with
+// internal/pcpwire); Source keeps only the caching, the reconnection and
+// the background loading above it.
+//
 // Reading the metadata happens off the scrape path, on a new connection
 // that replaces the current one once read (lifecycle.go): a scrape meanwhile
 // answers with the previous metadata, or reports the source down, and

@@ -203,7 +203,7 @@ func TestLabelsOnlyReadMatchesFull(t *testing.T) {
 	prev := *full
 	prev.indoms = map[semantics.InDom]*indom{}
 	for id, in := range full.indoms {
-		c := &indom{insts: slices.Clone(in.insts), ids: in.ids}
+		c := &indom{insts: slices.Clone(in.insts)}
 		for k := range c.insts {
 			c.insts[k].Labels = nil
 		}

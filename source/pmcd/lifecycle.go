@@ -1,11 +1,11 @@
 package pmcd
 
 import (
+	"errors"
 	"maps"
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
-	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
 // Connecting and reading the metadata happen off the scrape path: a
@@ -15,6 +15,9 @@ import (
 // installed the source is down; a reload after pmcd flagged a change
 // (on a second connection) leaves the previous metadata and connection
 // serving scrapes meanwhile.
+
+// errClosed is a closed source's state.
+var errClosed = errors.New("closed")
 
 // staleness is what pmcd flagged as changed.
 type staleness uint8
@@ -61,7 +64,18 @@ func (s *Source) startLoad() {
 // metadata and tries again after a backoff.
 func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, wait time.Duration) {
 	defer close(done)
-	c, err := dial(s.ep, wait, s.opts.MaxPDU)
+	if l := s.opts.Loads; l != nil {
+		l <- struct{}{}
+		defer func() { <-l }()
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	var c *client
+	err := errClosed
+	if !closed {
+		c, err = dial(s.ep, wait, s.opts.MaxPDU)
+	}
 	if err == nil {
 		c.limit, c.fetchTimeout = s.opts.SeriesLimit, s.opts.Timeout
 	}
@@ -80,8 +94,8 @@ func (s *Source) loadAsync(done chan struct{}, prev *metadata, what staleness, w
 		} else {
 			// the buffers of the pipelined metadata requests and their
 			// replies: a fetch's are a few KiB
-			if cap(c.w.b) > 16<<10 {
-				c.w.b = nil
+			if cap(c.w.B) > 16<<10 {
+				c.w.B = nil
 			}
 			if cap(c.rbuf) > 16<<10 {
 				c.rbuf = nil
@@ -147,7 +161,7 @@ func (s *Source) quiet() {
 
 // install makes c and md the source's connection and metadata, and st
 // (unless nil) when the counters started. s.mu is held.
-func (s *Source) install(c *conn, md *metadata, st *starts, now time.Time) {
+func (s *Source) install(c *client, md *metadata, st *starts, now time.Time) {
 	reload, wasDown := s.c != nil, s.md != nil && s.c == nil
 	if reload {
 		s.c.close()
@@ -235,7 +249,7 @@ func pmcdLifetime(cluster uint32) bool {
 // readStarts reads the host's boot time and pmcd's start on c. Metrics
 // pmcd does not have or refuses (proc.* over TCP: PM_ERR_PERMISSION) leave
 // a start unknown.
-func readStarts(c *conn, deadline time.Time) (starts, error) {
+func readStarts(c *client, deadline time.Time) (starts, error) {
 	var st starts
 	ids, err := c.lookupNames(deadline, []string{"kernel.all.boottime", "kernel.all.uptime", "pmcd.pid", "proc.psinfo.start_time"})
 	if err != nil {
@@ -322,67 +336,4 @@ func (s *Source) Generation(pmid semantics.PMID) time.Time {
 		return s.started.pmcd
 	}
 	return time.Time{}
-}
-
-// fetchRequest sends one fetch of pmids (at most one request's worth) and
-// reads its reply into buf: a RESULT, or an ERROR whose code is pmcd's
-// error for the whole request. pmcd's change flags (ERROR PDUs with a positive code
-// before the reply) are ORed into flags.
-func (c *conn) fetchRequest(pmids []semantics.PMID, buf []byte) (p pdu, code, flags int32, _ []byte, err error) {
-	kind, reply := uint32(pduHighresFetch), uint32(pduHighresResult)
-	if c.features&featHighres == 0 {
-		kind, reply = pduFetch, pduResult
-	}
-	w := &c.w
-	w.b = w.b[:0]
-	w.begin(kind)
-	w.u32(0) // ctxid
-	w.u32(0)
-	w.u32(0)
-	w.u32(uint32(len(pmids)))
-	for _, id := range pmids {
-		w.u32(uint32(id))
-	}
-	w.finish()
-	if _, err := c.c.Write(w.b); err != nil {
-		return p, 0, flags, buf, c.ioErr(err)
-	}
-	for {
-		p, buf, err = readPDU(c.r, buf, c.max, c.peer)
-		if err != nil {
-			return p, 0, flags, buf, c.ioErr(err)
-		}
-		if p.typ == pduError {
-			code, err := errorCode(p, c.peer)
-			if err != nil || code <= 0 {
-				return p, code, flags, buf, err
-			}
-			flags |= code
-			continue
-		}
-		if p.typ != reply {
-			return p, 0, flags, buf, &FormatError{Peer: c.peer, PDU: pduName(p.typ), Offset: 4, Msg: "unexpected reply to " + pduName(kind)}
-		}
-		return p, 0, flags, buf, nil
-	}
-}
-
-// fetchOnce fetches a few pmids (whose INSITU values are of types) on c,
-// outside the steady fetch path.
-func (c *conn) fetchOnce(deadline time.Time, pmids []semantics.PMID, types []semantics.Type) ([]source.ValueSet, time.Time, int32, error) {
-	c.c.SetDeadline(deadline)
-	p, code, flags, buf, err := c.fetchRequest(pmids, nil)
-	retain(buf, &c.dropped)
-	if err != nil {
-		return nil, time.Time{}, flags, err
-	}
-	if p.typ == pduError {
-		return nil, time.Time{}, flags, pmErr(code)
-	}
-	rd := resultDecoder{peer: c.peer, limit: c.limit}
-	sets, at, err := rd.decode(p, pmids, types, nil)
-	if err == nil {
-		rd.link(sets)
-	}
-	return sets, at, flags, err
 }

@@ -55,7 +55,7 @@ func (n *loadCounts) add(k loadKind) {
 // source's: s.mu is not held): everything when prev is nil, else what pmcd
 // flagged as changed since prev (staleLabels, staleNames or both). It
 // returns prev itself when the names were checked and nothing changed.
-func (s *Source) load(c *conn, deadline time.Time, prev *metadata, what staleness) (*metadata, loadKind, error) {
+func (s *Source) load(c *client, deadline time.Time, prev *metadata, what staleness) (*metadata, loadKind, error) {
 	if prev == nil {
 		md, err := s.readAll(c, deadline, nil, nil)
 		return md, loadAll, err
@@ -86,7 +86,7 @@ func (s *Source) load(c *conn, deadline time.Time, prev *metadata, what stalenes
 
 // readSelected traverses the namespace and looks up the PMIDs of the
 // selected names (in name order; PM_ID_NULL for those pmcd has none of).
-func (s *Source) readSelected(c *conn, deadline time.Time) ([]string, []semantics.PMID, error) {
+func (s *Source) readSelected(c *client, deadline time.Time) ([]string, []semantics.PMID, error) {
 	all, err := c.readNames(deadline)
 	if err != nil {
 		return nil, nil, err
@@ -107,7 +107,7 @@ func (s *Source) readSelected(c *conn, deadline time.Time) ([]string, []semantic
 
 // readAll reads all the metadata of the selected metrics: names and ids
 // when they were not read already.
-func (s *Source) readAll(c *conn, deadline time.Time, names []string, ids []semantics.PMID) (*metadata, error) {
+func (s *Source) readAll(c *client, deadline time.Time, names []string, ids []semantics.PMID) (*metadata, error) {
 	if names == nil {
 		var err error
 		if names, ids, err = s.readSelected(c, deadline); err != nil {
@@ -134,7 +134,7 @@ func (s *Source) readAll(c *conn, deadline time.Time, names []string, ids []sema
 	}
 	oneline, help := map[semantics.PMID]string{}, map[semantics.PMID]string{}
 	labels := map[request]semantics.LabelSet{}
-	if err := c.readDetails(deadline, descs, md, oneline, help, labels, false); err != nil {
+	if err := c.readDetails(deadline, descs, false, &details{md: md, oneline: oneline, help: help, labels: labels}); err != nil {
 		return nil, err
 	}
 	md.context = labels[contextLabels]
@@ -147,7 +147,7 @@ func (s *Source) readAll(c *conn, deadline time.Time, names []string, ids []sema
 
 // readLabels reads only the labels of prev's metrics and instances again:
 // the names, descriptors, help and instances are prev's.
-func (s *Source) readLabels(c *conn, deadline time.Time, prev *metadata) (*metadata, error) {
+func (s *Source) readLabels(c *client, deadline time.Time, prev *metadata) (*metadata, error) {
 	md := newMetadata(prev.names, prev.ids)
 	oneline, help := map[semantics.PMID]string{}, map[semantics.PMID]string{}
 	for _, m := range prev.metrics {
@@ -160,10 +160,10 @@ func (s *Source) readLabels(c *conn, deadline time.Time, prev *metadata) (*metad
 	}
 	for id, in := range prev.indoms {
 		// a copy: scrapes may be reading prev's instances
-		md.indoms[id] = &indom{insts: slices.Clone(in.insts), ids: in.ids}
+		md.indoms[id] = &indom{insts: slices.Clone(in.insts)}
 	}
 	labels := map[request]semantics.LabelSet{}
-	if err := c.readDetails(deadline, descs, md, oneline, help, labels, true); err != nil {
+	if err := c.readDetails(deadline, descs, true, &details{md: md, oneline: oneline, help: help, labels: labels}); err != nil {
 		return nil, err
 	}
 	md.context = labels[contextLabels]
@@ -174,7 +174,7 @@ func (s *Source) readLabels(c *conn, deadline time.Time, prev *metadata) (*metad
 // readNew reads the metadata of the metrics of names (with their ids)
 // that prev has no descriptor of, keeping prev's for the others and
 // dropping prev's metrics no longer selected.
-func (s *Source) readNew(c *conn, deadline time.Time, prev *metadata, names []string, ids []semantics.PMID) (*metadata, error) {
+func (s *Source) readNew(c *client, deadline time.Time, prev *metadata, names []string, ids []semantics.PMID) (*metadata, error) {
 	md := newMetadata(names, ids)
 	md.context = prev.context
 	md.malformed, md.why = maps.Clone(prev.malformed), prev.why
@@ -186,7 +186,7 @@ func (s *Source) readNew(c *conn, deadline time.Time, prev *metadata, names []st
 		if d := prev.descs[id]; d != nil {
 			md.descs[id] = d
 			if in := prev.indoms[d.InDom]; in != nil && md.indoms[d.InDom] == nil {
-				md.indoms[d.InDom] = &indom{insts: slices.Clone(in.insts), ids: in.ids}
+				md.indoms[d.InDom] = &indom{insts: slices.Clone(in.insts)}
 			}
 			continue
 		}
@@ -204,7 +204,7 @@ func (s *Source) readNew(c *conn, deadline time.Time, prev *metadata, names []st
 				md.descs[d.PMID] = d
 			}
 		}
-		if err := c.readDetails(deadline, descs, md, oneline, help, labels, false); err != nil {
+		if err := c.readDetails(deadline, descs, false, &details{md: md, oneline: oneline, help: help, labels: labels}); err != nil {
 			return nil, err
 		}
 		if ls, ok := labels[contextLabels]; ok {

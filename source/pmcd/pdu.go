@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/pcp-exporter/pcp-exporter/internal/pcpwire"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 )
 
@@ -73,7 +74,7 @@ const (
 )
 
 const (
-	hdrSize = 12
+	hdrSize = pcpwire.HeaderSize
 	// maxRequest is pmcd's default ceiling on a client PDU (pmcd -L).
 	maxRequest = 65536
 	// DefaultMaxPDU bounds a reply from pmcd (whose own bound is INT_MAX):
@@ -170,81 +171,21 @@ func readPDU(r io.Reader, buf []byte, max int, peer string) (pdu, []byte, error)
 	return pdu{typ: typ, b: h}, h, nil
 }
 
-// decoder reads big-endian fields of one PDU with a sticky error: after the
-// first failure every read returns zero and err says where it failed.
-type decoder struct {
-	b    []byte
-	pos  int
-	err  error
-	peer string
-	pdu  string
+// decoder returns a decoder of p's fields after its header; wireErr names
+// the peer and p in its errors.
+func decoder(p pdu) pcpwire.Decoder {
+	d := pcpwire.NewDecoder(p.b, 0, "PDU")
+	d.Skip(hdrSize)
+	return d
 }
 
-func newDecoder(p pdu, peer string) *decoder {
-	return &decoder{b: p.b, pos: hdrSize, peer: peer, pdu: pduName(p.typ)}
-}
-
-func (d *decoder) fail(at int, format string, args ...any) {
-	if d.err == nil {
-		d.err = &FormatError{Peer: d.peer, PDU: d.pdu, Offset: at, Msg: fmt.Sprintf(format, args...)}
+// wireErr turns a decoding error of p (a *pcpwire.Error) into a FormatError
+// naming the peer and the PDU; other errors are returned as they are.
+func wireErr(err error, peer string, p pdu) error {
+	if we, ok := err.(*pcpwire.Error); ok {
+		return &FormatError{Peer: peer, PDU: pduName(p.typ), Offset: int(we.Offset), Msg: we.Msg}
 	}
-	d.pos = len(d.b)
-}
-
-func (d *decoder) u32() uint32 {
-	if d.err != nil {
-		return 0
-	}
-	if len(d.b)-d.pos < 4 {
-		d.fail(d.pos, "truncated: %d bytes left, 4 wanted", len(d.b)-d.pos)
-		return 0
-	}
-	v := binary.BigEndian.Uint32(d.b[d.pos:])
-	d.pos += 4
-	return v
-}
-
-func (d *decoder) i32() int32 { return int32(d.u32()) }
-
-// count reads a count of items of size bytes each that must fit in the rest
-// of the PDU (so no allocation exceeds the bytes received).
-func (d *decoder) count(size int, what string) int {
-	at := d.pos
-	n := d.i32()
-	if d.err != nil {
-		return 0
-	}
-	if n < 0 || int(n) > (len(d.b)-d.pos)/size {
-		d.fail(at, "%s %d does not fit in the %d bytes left", what, n, len(d.b)-d.pos)
-		return 0
-	}
-	return int(n)
-}
-
-// bytes reads n bytes and skips the padding to the next 4-byte boundary
-// when pad is set (and when the PDU has it).
-func (d *decoder) bytes(n int, pad bool) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(d.b)-d.pos {
-		d.fail(d.pos, "%d bytes wanted, %d left", n, len(d.b)-d.pos)
-		return nil
-	}
-	v := d.b[d.pos : d.pos+n]
-	d.pos += n
-	if pad {
-		d.pos = min((d.pos+3)&^3, len(d.b))
-	}
-	return v
-}
-
-// end checks that the PDU has been read to its end.
-func (d *decoder) end() error {
-	if d.err == nil && d.pos != len(d.b) {
-		d.fail(d.pos, "%d unexpected bytes after the end", len(d.b)-d.pos)
-	}
-	return d.err
+	return err
 }
 
 // errorCode is the code of an ERROR PDU (16 bytes; 20 for the handshake).
@@ -252,7 +193,8 @@ func errorCode(p pdu, peer string) (int32, error) {
 	if len(p.b) != 16 && len(p.b) != 20 {
 		return 0, &FormatError{Peer: peer, PDU: "ERROR", Offset: 0, Msg: fmt.Sprintf("length %d, want 16 or 20", len(p.b))}
 	}
-	return int32(binary.BigEndian.Uint32(p.b[12:])), nil
+	d := decoder(p)
+	return d.I32(), nil
 }
 
 // v1ToV2 converts a handshake error from PCP 1.x numbering (p_error.c
@@ -266,31 +208,3 @@ func v1ToV2(code int32) int32 {
 
 // pmErr is a PCP error code as an error.
 func pmErr(code int32) error { return semantics.PMError(code) }
-
-// encoder builds requests into a reused buffer; finish fills in the length.
-type encoder struct {
-	b     []byte
-	start int
-}
-
-func (e *encoder) begin(typ uint32) {
-	e.start = len(e.b)
-	e.b = binary.BigEndian.AppendUint32(e.b, 0)
-	e.b = binary.BigEndian.AppendUint32(e.b, typ)
-	e.b = binary.BigEndian.AppendUint32(e.b, 0)
-}
-
-func (e *encoder) u32(v uint32) { e.b = binary.BigEndian.AppendUint32(e.b, v) }
-
-// str appends a length-prefixed name padded with '~' as libpcp pads.
-func (e *encoder) str(s string) {
-	e.u32(uint32(len(s)))
-	e.b = append(e.b, s...)
-	for len(e.b)%4 != 0 {
-		e.b = append(e.b, '~')
-	}
-}
-
-func (e *encoder) finish() {
-	binary.BigEndian.PutUint32(e.b[e.start:], uint32(len(e.b)-e.start))
-}

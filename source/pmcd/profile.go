@@ -29,7 +29,7 @@ import (
 // descs, a metric without an instance domain preferred: usually the
 // cheapest), so that each agent's profile is c's. pmcd's change flags seen
 // meanwhile are returned.
-func (c *conn) primeAgents(deadline time.Time, descs []*semantics.Desc, indoms []semantics.InDom) (int32, error) {
+func (c *client) primeAgents(deadline time.Time, descs []*semantics.Desc, indoms []semantics.InDom) (int32, error) {
 	var pmids []semantics.PMID
 	var doms []uint32
 	for _, in := range indoms {

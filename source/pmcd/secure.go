@@ -98,10 +98,10 @@ func (c *conn) authConfigured() bool { return c.sec != nil && c.sec.SASL != nil 
 // secure-ack, the TLS handshake on the same socket, the SASL exchange
 // (libpcp secureconnect.c __pmSecureClientHandshake).
 func (c *conn) upgrade(flags uint32, deadline time.Time) error {
-	if _, err := c.c.Write(c.w.b); err != nil {
+	if _, err := c.c.Write(c.w.B); err != nil {
 		return fmt.Errorf("pmcd at %s: %w", c.peer, err)
 	}
-	c.w.b = c.w.b[:0]
+	c.w.B = c.w.B[:0]
 	if flags&featSecureAck != 0 {
 		p, err := c.readSmall("the secure-ack")
 		if err != nil {
@@ -110,7 +110,7 @@ func (c *conn) upgrade(flags uint32, deadline time.Time) error {
 		if p.typ != pduError || len(p.b) != 16 {
 			return &FormatError{Peer: c.peer, PDU: pduName(p.typ), Offset: 0, Msg: fmt.Sprintf("%d bytes where the 16-byte secure-ack ERROR was expected", len(p.b))}
 		}
-		if code := int32(binary.BigEndian.Uint32(p.b[12:])); code < 0 {
+		if code, _ := errorCode(p, c.peer); code < 0 {
 			return fmt.Errorf("pmcd at %s refused TLS: %v", c.peer, pmErr(code))
 		}
 	}
@@ -245,13 +245,14 @@ func (c *conn) sendAttr(attr uint32, v []byte) error {
 	if len(v) >= maxAuthValue {
 		return fmt.Errorf("pmcd at %s: SASL message of %d bytes exceeds pmcd's limit of %d", c.peer, len(v), maxAuthValue-1)
 	}
-	b := c.w.b[:0]
-	b = binary.BigEndian.AppendUint32(b, uint32(16+len(v)))
-	b = binary.BigEndian.AppendUint32(b, pduAttr)
-	b = binary.BigEndian.AppendUint32(b, 0)
-	b = binary.BigEndian.AppendUint32(b, attr)
-	b = append(b, v...)
-	c.w.b = b[:0]
+	w := &c.w
+	w.Reset()
+	w.Begin(pduAttr)
+	w.U32(attr)
+	w.Raw(v)
+	w.Finish()
+	b := w.B
+	w.Reset()
 	if _, err := c.c.Write(b); err != nil {
 		return c.peerErr(err)
 	}
@@ -270,7 +271,8 @@ func (c *conn) readAuth(what string) ([]byte, error) {
 		if len(p.b) < 16 {
 			return nil, &FormatError{Peer: c.peer, PDU: "ATTR", Offset: 12, Msg: fmt.Sprintf("length %d, want at least 16", len(p.b))}
 		}
-		if a := binary.BigEndian.Uint32(p.b[12:]); a != 0 {
+		d := decoder(p)
+		if a := d.U32(); a != 0 {
 			return nil, &FormatError{Peer: c.peer, PDU: "ATTR", Offset: 12, Msg: fmt.Sprintf("attribute %d where a SASL payload (0) was expected", a)}
 		}
 		return p.b[16:], nil

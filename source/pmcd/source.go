@@ -2,7 +2,6 @@ package pmcd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -45,6 +44,12 @@ type Options struct {
 	// labels (source.ContextApart: ContextLabels has them), so that pmcds
 	// differing only in them share their metadata (shared.go).
 	ContextApart bool
+	// Loads, when not nil, bounds the metadata reads under way at once
+	// across the sources given the same channel (its capacity): a read
+	// waits for a place before it dials. A fleet's first scrapes would
+	// otherwise read every pmcd's metadata at once, each holding its
+	// replies until it ends.
+	Loads chan struct{}
 }
 
 // DefaultSeriesLimit is the default Options.SeriesLimit: about twice the
@@ -70,7 +75,7 @@ type Source struct {
 	log  *slog.Logger
 
 	mu    sync.Mutex
-	c     *conn
+	c     *client
 	md    *metadata
 	epoch uint64
 	// stale says what pmcd flagged as changed: the next Metrics call
@@ -291,7 +296,8 @@ func (s *Source) Release() {
 	s.rd.vals, s.rd.starts = nil, nil
 	s.nextInst, s.nextStart = nil, nil
 	if s.c != nil {
-		s.c.rbuf, s.c.w.b = nil, nil
+		s.c.rbuf, s.c.w.B = nil, nil
+		s.c.releaseReader()
 	}
 }
 
@@ -376,11 +382,11 @@ func (s *Source) Fetch(_ time.Time, pmids []semantics.PMID, res *source.Result) 
 // pmcd's request size for pmids and decodes the replies into res, all
 // within deadline.
 func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadline time.Time) error {
-	c := s.c
 	if !slices.Equal(s.req, pmids) {
 		s.req = append(s.req[:0], pmids...)
-		s.types = s.types[:0]
-		s.indoms = s.indoms[:0]
+		// sized once: a pooled /probe target keeps them between probes
+		s.types = slices.Grow(s.types[:0], len(pmids))
+		s.indoms = slices.Grow(s.indoms[:0], len(pmids))
 		for _, id := range pmids {
 			t, in := semantics.Type32, semantics.InDomNull
 			if s.md != nil {
@@ -393,37 +399,7 @@ func (s *Source) fetchLocked(pmids []semantics.PMID, res *source.Result, deadlin
 		}
 		s.prevInst, s.prevStart = s.prevInst[:0], s.prevStart[:0]
 	}
-	const chunk = (maxRequest - 28) / 4
-	s.rd.reset()
-	res.Sets = res.Sets[:0]
-	c.c.SetDeadline(deadline)
-	for k, lo := 0, 0; lo < len(pmids); k, lo = k+1, lo+chunk {
-		hi := min(lo+chunk, len(pmids))
-		if len(s.bufs) <= k {
-			s.bufs = append(s.bufs, nil)
-		}
-		p, code, flags, buf, err := c.fetchRequest(pmids[lo:hi], s.bufs[k])
-		s.bufs[k] = retain(buf, &c.dropped)
-		s.flag(flags)
-		if err != nil {
-			return err
-		}
-		if p.typ == pduError {
-			// the whole request failed: every metric has the error
-			e := s.rd.errOf(code)
-			for _, id := range pmids[lo:hi] {
-				s.rd.starts = append(s.rd.starts, len(s.rd.vals))
-				res.Sets = append(res.Sets, source.ValueSet{PMID: id, Err: e})
-			}
-			continue
-		}
-		res.Sets, res.Time, err = s.rd.decode(p, pmids[lo:hi], s.types[lo:hi], res.Sets)
-		if err != nil {
-			return err
-		}
-	}
-	s.rd.link(res.Sets)
-	return nil
+	return s.c.fetch(deadline, pmids, s.types, &s.rd, &s.bufs, res, s.flag)
 }
 
 // flag records pmcd's state-change flags: metadata is read again (in the
@@ -510,7 +486,7 @@ func (s *Source) afterFetch(res *source.Result, deadline time.Time) {
 				s.addRefresh(in)
 				break
 			}
-			if _, ok := known.ids[vals[j].Inst]; !ok {
+			if !known.has(vals[j].Inst) {
 				s.addRefresh(in)
 				break
 			}
@@ -547,79 +523,20 @@ func (s *Source) addRefresh(in semantics.InDom) {
 	s.refresh = append(s.refresh, in)
 }
 
-// readInstances reads instance domains again (with their instance labels).
+// readInstances reads instance domains again (with their instance labels)
+// into the metadata.
 func (s *Source) readInstances(indoms []semantics.InDom, deadline time.Time) error {
-	c := s.c
-	c.w.b = c.w.b[:0]
-	withLabels := c.features&featLabels != 0
-	per := 1
-	if withLabels {
-		per = 2
-	}
-	for _, in := range indoms {
-		c.w.begin(pduInstanceReq)
-		c.w.u32(uint32(in))
-		c.w.u32(0)
-		c.w.u32(0)
-		c.w.u32(0xffffffff)
-		c.w.u32(0)
-		c.w.finish()
-		if withLabels {
-			c.w.begin(pduLabelReq)
-			c.w.u32(uint32(in))
-			c.w.u32(labelInstances)
-			c.w.finish()
+	return s.c.instances(deadline, indoms, func(in semantics.InDom, insts []source.Instance, cut int, sets []labelSet, labelled bool) {
+		var m map[int32]semantics.LabelSet
+		if labelled {
+			s.md.noteMalformed(labelInstances, uint32(in), sets)
+			m = make(map[int32]semantics.LabelSet, len(sets))
+			for _, ls := range sets {
+				m[ls.inst] = ls.labels
+			}
 		}
-	}
-	var insts []source.Instance
-	var cut int
-	set := func(in semantics.InDom, insts []source.Instance, labels map[int32]semantics.LabelSet) {
-		s.md.setInstances(in, insts, labels)
+		s.md.setInstances(in, insts, m)
 		s.md.indoms[in].cut = cut
-	}
-	return c.exchange(deadline, per*len(indoms), func(i int, p pdu) error {
-		in := indoms[i/per]
-		if p.typ == pduError {
-			if err := ignorePCPError(c.expect(p, pduError)); err != nil {
-				return err
-			}
-			if i%per == 0 {
-				insts, cut = nil, 0
-				if per == 1 {
-					set(in, nil, nil)
-				}
-			} else {
-				set(in, insts, nil)
-			}
-			return nil
-		}
-		if i%per == 0 {
-			if err := c.expect(p, pduInstance); err != nil {
-				return err
-			}
-			var err error
-			if insts, cut, err = decodeInstances(p, c.peer, c.limit); err != nil {
-				return err
-			}
-			if per == 1 {
-				set(in, insts, nil)
-			}
-			return nil
-		}
-		if err := c.expect(p, pduLabel); err != nil {
-			return err
-		}
-		sets, err := decodeLabels(p, c.peer, c.limit)
-		if err != nil {
-			return err
-		}
-		s.md.noteMalformed(labelInstances, uint32(in), sets)
-		m := make(map[int32]semantics.LabelSet, len(sets))
-		for _, ls := range sets {
-			m[ls.inst] = ls.labels
-		}
-		set(in, insts, m)
-		return nil
 	})
 }
 
@@ -662,7 +579,7 @@ func (s *Source) Close() error {
 		s.retryT.Stop()
 	}
 	s.closed = true
-	s.down = errors.New("closed")
+	s.down = errClosed
 	return nil
 }
 

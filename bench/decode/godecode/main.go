@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
-	"github.com/pcp-exporter/pcp-exporter/source/archive"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 func main() {
@@ -23,7 +23,7 @@ func main() {
 	}
 	extract := len(os.Args) < 3 || os.Args[2] != "0"
 	start := time.Now()
-	a, err := archive.Open(os.Args[1])
+	a, err := pcplog.Open(os.Args[1])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

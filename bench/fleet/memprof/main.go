@@ -17,6 +17,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/probe"
@@ -29,6 +31,7 @@ func main() {
 	port := flag.Int("port", 45000, "simulated pmcds' port")
 	prof := flag.String("prof", "", "heap profile to write")
 	rounds := flag.Int("rounds", 2, "probes of each target")
+	cpuprof := flag.String("cpuprof", "", "CPU profile of the probes to write")
 	flag.Parse()
 	cfg, err := probe.Load(*cfgFile)
 	if err != nil {
@@ -59,6 +62,18 @@ func main() {
 		return ms.HeapAlloc
 	}
 	h0 := heap()
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "memprof:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer f.Close()
+	}
+	t0 := time.Now()
+	var ru0 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	var mu sync.Mutex
 	fails := 0
 	for r := 0; r < *rounds; r++ {
@@ -85,6 +100,11 @@ func main() {
 		close(ch)
 		wg.Wait()
 	}
+	pprof.StopCPUProfile()
+	var ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+	fmt.Printf("%d probes in %v, CPU %v (%v per probe)\n", *n**rounds, time.Since(t0).Round(time.Millisecond), cpu.Round(time.Millisecond), (cpu / time.Duration(*n**rounds)).Round(time.Microsecond))
 	h1 := heap()
 	fmt.Printf("%d targets, %d probes failed: heap %d KiB, %d KiB per target\n", *n, fails, (h1-h0)>>10, (h1-h0)>>10/uint64(*n))
 	if *prof != "" {

@@ -1,6 +1,9 @@
 package pcplog
 
-import "strconv"
+import (
+	"errors"
+	"strconv"
+)
 
 // FormatError reports corrupt or unsupported content of an archive file.
 type FormatError struct {
@@ -19,3 +22,7 @@ const (
 	PMErrConv   = -12362
 	PMErrLogRec = -12373
 )
+
+// errRefused is decodeBlocks' answer for a value block read as is that
+// pmExtractValue refuses: the set is ErrValueBlock.
+var errRefused = errors.New("value block refused")

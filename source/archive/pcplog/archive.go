@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"errors"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Archive is an open PCP archive. Its metadata accessors are safe for
@@ -99,16 +98,16 @@ func open(path string, live bool) (*Archive, error) {
 		if err != nil {
 			return nil, err
 		}
-		il, err := pcplog.ParseLabel(ip, ib)
+		il, err := ParseLabel(ip, ib)
 		if err != nil {
 			return nil, err
 		}
-		if err := a.checkLabel(ip, il, pcplog.VolIndex); err != nil {
+		if err := a.checkLabel(ip, il, VolIndex); err != nil {
 			return nil, err
 		}
-		lsz := pcplog.LabelSize(l.Version)
+		lsz := LabelSize(l.Version)
 		var n int
-		st.index, n = pcplog.ParseIndex(ib[lsz:], l.Version)
+		st.index, n = ParseIndex(ib[lsz:], l.Version)
 		st.indexOff = int64(lsz + n)
 	}
 	st.vols, err = findVolumes(base)
@@ -143,14 +142,14 @@ func readMeta(mp string, live bool) (Label, *meta, error) {
 		if err != nil {
 			return Label{}, nil, err
 		}
-		if l, err = pcplog.ParseLabel(mp, b); err != nil {
+		if l, err = ParseLabel(mp, b); err != nil {
 			return Label{}, nil, err
 		}
 		if err := checkMetaLabel(mp, l); err != nil {
 			return Label{}, nil, err
 		}
 		m = newMeta()
-		m.off = int64(pcplog.LabelSize(l.Version))
+		m.off = int64(LabelSize(l.Version))
 		used, err := m.parse(mp, b[m.off:])
 		if err != nil {
 			return Label{}, nil, err
@@ -165,7 +164,7 @@ func readMeta(mp string, live bool) (Label, *meta, error) {
 }
 
 func checkMetaLabel(mp string, l Label) error {
-	if l.Vol != pcplog.VolMeta {
+	if l.Vol != VolMeta {
 		return &FormatError{File: mp, Off: 20, Msg: fmt.Sprintf("label volume %d, want -1 for .meta", l.Vol)}
 	}
 	return nil
@@ -227,6 +226,23 @@ func (a *Archive) Volumes() []int {
 	return out
 }
 
+// Plain reports whether volume number vol was found as a plain
+// (uncompressed) file.
+func (a *Archive) Plain(vol int) bool {
+	for _, v := range a.state().vols {
+		if v.num == vol {
+			return compressionOf(v.path) == ""
+		}
+	}
+	return false
+}
+
+// LastVolumePath returns the path of the last volume found.
+func (a *Archive) LastVolumePath() string {
+	vols := a.state().vols
+	return vols[len(vols)-1].path
+}
+
 // Records returns a Reader over all records of all volumes, in order.
 func (a *Archive) Records() *Reader {
 	v := a.label.Version
@@ -253,9 +269,14 @@ func (a *Archive) RecordsFrom(t time.Time) *Reader {
 	return r
 }
 
+// Seek positions r, a Reader of a that has not started, at index entry e
+// (see RecordsFrom); false if the entry is unusable: no such volume, or no
+// whole record at its offset.
+func (a *Archive) Seek(r *Reader, e IndexEntry) bool { return a.seek(r, a.state(), e) }
+
 // seek positions a new Reader at an index entry; false if the entry is unusable.
 func (a *Archive) seek(r *Reader, st *state, e IndexEntry) bool {
-	if e.DataOff < int64(pcplog.LabelSize(a.label.Version)) {
+	if e.DataOff < int64(LabelSize(a.label.Version)) {
 		return false
 	}
 	for vi, v := range st.vols {
@@ -303,7 +324,7 @@ func (a *Archive) Refresh() error {
 	if a.indexPath == "" {
 		if ip, err := findFile(a.base + ".index"); err == nil && compressionOf(ip) == "" {
 			a.indexPath = ip
-			st.indexOff = int64(pcplog.LabelSize(a.label.Version))
+			st.indexOff = int64(LabelSize(a.label.Version))
 		}
 	}
 	if a.indexPath != "" && compressionOf(a.indexPath) == "" {
@@ -311,7 +332,7 @@ func (a *Archive) Refresh() error {
 		if err != nil {
 			return err
 		}
-		es, n := pcplog.ParseIndex(b, a.label.Version)
+		es, n := ParseIndex(b, a.label.Version)
 		if len(es) > 0 {
 			st.index = append(old.index[:len(old.index):len(old.index)], es...)
 			st.indexOff += int64(n)
@@ -603,9 +624,9 @@ func (a *Archive) InstancesInForce(indom semantics.InDom, t time.Time) (insts []
 	return insts, until
 }
 
-// instanceIDs returns the ids of Instances(indom) (no names or labels
+// InstanceIDs returns the ids of Instances(indom) (no names or labels
 // made).
-func (a *Archive) instanceIDs(indom semantics.InDom) []int32 {
+func (a *Archive) InstanceIDs(indom semantics.InDom) []int32 {
 	ins := a.instancesAll(indom)
 	out := make([]int32, len(ins))
 	for i, in := range ins {
@@ -620,11 +641,11 @@ func (a *Archive) instancesAll(indom semantics.InDom) []source.Instance {
 	return ins
 }
 
-// inDomArchiveOrder returns the ids of Instances in the order of libpcp's
+// InDomArchiveOrder returns the ids of Instances in the order of libpcp's
 // pmGetInDomArchive: the newest record first, each record's instances in
 // its order (id order here), every id once. An id comes with the last
 // record in which it is present.
-func (a *Archive) inDomArchiveOrder(indom semantics.InDom) []int32 {
+func (a *Archive) InDomArchiveOrder(indom semantics.InDom) []int32 {
 	m := a.state().meta
 	last := map[int32]int{} // id -> index of the last record it is in
 	cur := m.walkInDom(indom, func(k int, in source.Instance, gone bool) {
@@ -809,7 +830,7 @@ func recordAt(path string, off int64) bool {
 		return false
 	}
 	n := int64(int32(be32(b[:])))
-	if n < 16 || n > pcplog.MaxRecordSize-1 {
+	if n < 16 || n > MaxRecordSize-1 {
 		return false
 	}
 	if _, err := f.ReadAt(b[:], off+n-4); err != nil {

@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
 
 // TestReaderOnly checks that a filtered Reader returns exactly the wanted
@@ -74,7 +75,7 @@ func setKey(p semantics.PMID, err error, vals []source.InstValue) string {
 		return s + " " + err.Error()
 	}
 	for _, v := range vals {
-		s += " " + valueText(v.Value)
+		s += " " + archivetest.ValueText(v.Value)
 	}
 	return s
 }
@@ -152,7 +153,7 @@ func TestReaderOnlyLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			base := copyArchive(t, src, dir)
+			base := archivetest.CopyArchive(t, src, dir)
 			lim := int(be32(orig))
 			for r := 0; r < 5 && lim+4 <= len(orig); r++ {
 				lim += int(be32(orig[lim:]))

@@ -1,24 +1,22 @@
-package archive
+package pcplog
 
 import (
 	"bufio"
-	"encoding/csv"
 	"fmt"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
-	"github.com/pcp-exporter/pcp-exporter/source"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
 
-const corpus = "../../testdata/pcp-corpus"
+const corpus = "../../../testdata/pcp-corpus"
 
 // manifestRows returns (archive, output) of manifest.tsv rows of tool whose
 // arguments satisfy match. Paths are relative to the corpus root.
@@ -95,7 +93,7 @@ func recordRows(t testing.TB, a *Archive) [][]string {
 					}
 					iname = m[v.Inst]
 				}
-				rr = append(rr, row{name, int64(v.Inst), append(base, strconv.Itoa(int(v.Inst)), iname, tw, valueText(v.Value), "ok")})
+				rr = append(rr, row{name, int64(v.Inst), append(base, strconv.Itoa(int(v.Inst)), iname, tw, archivetest.ValueText(v.Value), "ok")})
 			}
 		}
 		sort.SliceStable(rr, func(i, j int) bool {
@@ -115,20 +113,6 @@ func recordRows(t testing.TB, a *Archive) [][]string {
 	return rows
 }
 
-// valueText formats like pmfetch_interp.py: integers exact, floats widened to
-// double and printed by Python repr (compared numerically, see sameValue).
-func valueText(v semantics.Value) string {
-	switch v.Type() {
-	case semantics.TypeFloat:
-		return strconv.FormatFloat(float64(v.Float32()), 'g', -1, 64)
-	case semantics.TypeDouble:
-		return strconv.FormatFloat(v.Float64(), 'g', -1, 64)
-	case semantics.TypeString:
-		return strings.ToValidUTF8(v.Str(), "\uFFFD")
-	}
-	return string(semantics.AppendJSON(nil, v))
-}
-
 func sameValue(typ, want, got string) bool {
 	if typ != "FLOAT" && typ != "DOUBLE" || want == "" && got == "" {
 		return want == got
@@ -144,21 +128,6 @@ func sameValue(typ, want, got string) bool {
 	return math.Float64bits(w) == math.Float64bits(g)
 }
 
-func readCSV(t testing.TB, path string) [][]string {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	r.FieldsPerRecord = -1
-	rows, err := r.ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows[1:]
-}
-
 // TestRecordsMatchCorpus reads every archive of the corpus and compares every
 // record with the records.csv answer of libpcp (pmFetchHighResArchive).
 func TestRecordsMatchCorpus(t *testing.T) {
@@ -170,7 +139,7 @@ func TestRecordsMatchCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer a.Close()
-			want := readCSV(t, filepath.Join(corpus, mr[1]))
+			want := archivetest.ReadCSV(t, filepath.Join(corpus, mr[1]))
 			got := recordRows(t, a)
 			if len(got) != len(want) {
 				t.Errorf("%d rows, want %d", len(got), len(want))
@@ -191,93 +160,6 @@ func TestRecordsMatchCorpus(t *testing.T) {
 	}
 }
 
-// pminfoMetric is one metric of `pminfo -dmTtl` output.
-type pminfoMetric struct {
-	name, pmid, oneline, help, typ, indom, sem, units, labels string
-	insts                                                     map[string]string // "[id or \"name\"]" -> labels
-}
-
-var (
-	reHeader = regexp.MustCompile(`^(\S+) PMID: (\S+) (.*)$`)
-	reType   = regexp.MustCompile(`^    Data Type: (.*)  InDom: (\S+) 0x[0-9a-f]+$`)
-	reSem    = regexp.MustCompile(`^    Semantics: (\S+)  Units: (.*)$`)
-	reInst   = regexp.MustCompile(`^    inst (\[.*\]) labels (\{.*\})$`)
-)
-
-func parsePminfo(t testing.TB, path string) []*pminfoMetric {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*pminfoMetric
-	var cur *pminfoMetric
-	var help []string
-	inHelp := false
-	flush := func() {
-		if cur != nil {
-			cur.help = strings.TrimRight(strings.Join(help, "\n"), "\n")
-		}
-		help, inHelp = nil, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		// a header line; within help text only after a blank separator line
-		if m := reHeader.FindStringSubmatch(line); m != nil && (!inHelp || len(help) > 0 && help[len(help)-1] == "") {
-			flush()
-			cur = &pminfoMetric{name: m[1], pmid: m[2], insts: map[string]string{}}
-			if strings.HasPrefix(m[3], "[") && strings.HasSuffix(m[3], "]") {
-				cur.oneline = m[3][1 : len(m[3])-1]
-			}
-			out = append(out, cur)
-			continue
-		}
-		if cur == nil {
-			continue
-		}
-		if m := reInst.FindStringSubmatch(line); m != nil {
-			inHelp = false
-			cur.insts[m[1]] = m[2]
-			continue
-		}
-		if inHelp {
-			help = append(help, line)
-			continue
-		}
-		switch {
-		case reType.MatchString(line):
-			m := reType.FindStringSubmatch(line)
-			cur.typ, cur.indom = m[1], m[2]
-		case reSem.MatchString(line):
-			m := reSem.FindStringSubmatch(line)
-			cur.sem, cur.units = m[1], m[2]
-		case strings.HasPrefix(line, "    labels "):
-			cur.labels = strings.TrimPrefix(line, "    labels ")
-		case line == "Help:":
-			inHelp = true
-		}
-	}
-	flush()
-	return out
-}
-
-var pminfoType = map[semantics.Type]string{
-	semantics.Type32: "32-bit int", semantics.TypeU32: "32-bit unsigned int",
-	semantics.Type64: "64-bit int", semantics.TypeU64: "64-bit unsigned int",
-	semantics.TypeFloat: "float", semantics.TypeDouble: "double", semantics.TypeString: "string",
-	semantics.TypeAggregate: "aggregate", semantics.TypeEvent: "event",
-}
-
-// withoutCluster drops cluster labels: pminfo 6.0.3 leaves them out of the
-// merged set of archive metrics (README of the corpus; pmdumplog -e has them).
-func withoutCluster(s semantics.LabelSet) semantics.LabelSet {
-	var out semantics.LabelSet
-	for _, l := range s {
-		if l.Flags&semantics.LabelCluster == 0 {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 // TestMetadataMatchesPminfo compares Metrics and Instances of every corpus
 // archive with `pminfo -dmTtl`.
 func TestMetadataMatchesPminfo(t *testing.T) {
@@ -289,73 +171,8 @@ func TestMetadataMatchesPminfo(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer a.Close()
-			checkMetadata(t, a, filepath.Join(corpus, mr[1]))
+			archivetest.CheckMetadata(t, a, filepath.Join(corpus, mr[1]))
 		})
-	}
-}
-
-// checkMetadata compares Metrics and Instances of a with the output of
-// `pminfo -dmTtl` on it, in the file pminfoOut.
-func checkMetadata(t *testing.T, a *Archive, pminfoOut string) {
-	t.Helper()
-	byName := map[string]source.Metric{}
-	for _, m := range a.Metrics() {
-		byName[m.Name] = m
-	}
-	want := parsePminfo(t, pminfoOut)
-	seen := 0
-	for _, w := range want {
-		m, ok := byName[w.name]
-		if !ok {
-			if strings.HasPrefix(w.pmid, "511.0.") { // event.* of the PMNS, not in the archive
-				continue
-			}
-			t.Errorf("%s: missing", w.name)
-			continue
-		}
-		seen++
-		d := m.Desc
-		indom := d.InDom.String()
-		units := d.Units.StringPCP6()
-		if units == "" {
-			units = "none"
-		}
-		help := m.Help
-		if help == "" {
-			help = m.OneLine
-		}
-		got := pminfoMetric{name: m.Name, pmid: d.PMID.String(), oneline: m.OneLine, help: help,
-			typ: pminfoType[d.Type], indom: indom, sem: d.Sem.String(), units: units,
-			labels: withoutCluster(m.Labels).String()}
-		if w.labels == "" {
-			got.labels = ""
-		}
-		g, ww := got, *w
-		g.insts, ww.insts = nil, nil
-		if fmt.Sprint(g) != fmt.Sprint(ww) {
-			t.Errorf("%s:\n got %+v\nwant %+v", w.name, g, ww)
-		}
-		if len(w.insts) > 0 {
-			insts := a.Instances(d.InDom)
-			for _, in := range insts {
-				key := fmt.Sprintf("[%d or %q]", in.ID, in.Name)
-				wl, ok := w.insts[key]
-				if !ok {
-					continue
-				}
-				gl := withoutCluster(semantics.MergeLabels(m.Labels, in.Labels)).String()
-				if gl != wl {
-					t.Errorf("%s %s: labels %s, want %s", w.name, key, gl, wl)
-				}
-				delete(w.insts, key)
-			}
-			for k := range w.insts {
-				t.Errorf("%s: instance %s missing", w.name, k)
-			}
-		}
-	}
-	if seen != len(byName) {
-		t.Errorf("%d metrics in the archive, pminfo shows %d", len(byName), seen)
 	}
 }
 
@@ -375,7 +192,7 @@ func TestMetricLabelsShared(t *testing.T) {
 		if err != nil {
 			return nil // the corpus's broken archives
 		}
-		k, l := checkSharedLabels(t, a)
+		k, l := archivetest.CheckSharedLabels(t, a)
 		n, labelled = n+k, labelled+l
 		return nil
 	})
@@ -386,26 +203,6 @@ func TestMetricLabelsShared(t *testing.T) {
 		t.Fatal("no metric with labels")
 	}
 	t.Logf("%d metrics, %d with labels", n, labelled)
-}
-
-// checkSharedLabels compares each metric's labels from Metrics with
-// MetricLabels; it returns the number of metrics and of those with labels.
-func checkSharedLabels(t *testing.T, a *Archive) (n, labelled int) {
-	t.Helper()
-	for _, m := range a.Metrics() {
-		want := a.MetricLabels(m.Desc)
-		if m.Labels.String() != want.String() {
-			t.Errorf("%s %s: labels %s, merged alone %s", a.Path(), m.Name, m.Labels, want)
-		}
-		if len(m.Labels) != cap(m.Labels) {
-			t.Errorf("%s %s: a shared label set with room to append", a.Path(), m.Name)
-		}
-		if len(m.Labels) > 0 {
-			labelled++
-		}
-		n++
-	}
-	return n, labelled
 }
 
 // TestMetricLabelsLevels: metrics that share a domain but not a cluster,

@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // corpusFiles returns the plain corpus files with the given extension.
@@ -32,10 +31,10 @@ func corpusFiles(t testing.TB, ext string) [][]byte {
 
 func FuzzLabel(f *testing.F) {
 	for _, b := range corpusFiles(f, ".meta") {
-		f.Add(b[:min(len(b), pcplog.LabelLenV3)])
+		f.Add(b[:min(len(b), LabelLenV3)])
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		l, err := pcplog.ParseLabel("f", b)
+		l, err := ParseLabel("f", b)
 		if err == nil && l.Version != 2 && l.Version != 3 {
 			t.Fatalf("version %d accepted", l.Version)
 		}
@@ -46,7 +45,7 @@ func FuzzLabel(f *testing.F) {
 func FuzzMeta(f *testing.F) {
 	for _, b := range corpusFiles(f, ".meta") {
 		v := int(b[7])
-		f.Add(b[pcplog.LabelSize(v):])
+		f.Add(b[LabelSize(v):])
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m := newMeta()
@@ -74,12 +73,12 @@ func FuzzMeta(f *testing.F) {
 func FuzzIndex(f *testing.F) {
 	for _, b := range corpusFiles(f, ".index") {
 		v := int(b[7])
-		f.Add(byte(v), b[pcplog.LabelSize(v):])
+		f.Add(byte(v), b[LabelSize(v):])
 	}
 	f.Fuzz(func(t *testing.T, v byte, b []byte) {
 		ver := 2 + int(v&1)
-		es, n := pcplog.ParseIndex(b, ver)
-		if n > len(b) || len(es)*pcplog.IndexEntrySize(ver) != n {
+		es, n := ParseIndex(b, ver)
+		if n > len(b) || len(es)*IndexEntrySize(ver) != n {
 			t.Fatalf("%d entries, %d bytes consumed of %d", len(es), n, len(b))
 		}
 	})
@@ -94,7 +93,7 @@ func fuzzMeta(t testing.TB) *meta {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.parse("meta", b[pcplog.LabelLenV2:]); err != nil {
+		if _, err := m.parse("meta", b[LabelLenV2:]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,10 +103,10 @@ func fuzzMeta(t testing.TB) *meta {
 // memArchive is an archive whose single volume is the label of version v
 // followed by data, read from memory.
 func memArchive(m *meta, v int, data []byte) *Archive {
-	lsz := pcplog.LabelSize(v)
+	lsz := LabelSize(v)
 	vol := make([]byte, lsz, lsz+len(data))
 	binary.BigEndian.PutUint32(vol, uint32(lsz))
-	binary.BigEndian.PutUint32(vol[4:], uint32(pcplog.Magic|v))
+	binary.BigEndian.PutUint32(vol[4:], uint32(Magic|v))
 	binary.BigEndian.PutUint32(vol[lsz-4:], uint32(lsz))
 	vol = append(vol, data...)
 	a := &Archive{base: "mem", label: Label{Version: v}}
@@ -123,7 +122,7 @@ func FuzzVolume(f *testing.F) {
 	m := fuzzMeta(f)
 	for _, b := range corpusFiles(f, ".0") {
 		v := int(b[7])
-		f.Add(byte(v), b[pcplog.LabelSize(v):])
+		f.Add(byte(v), b[LabelSize(v):])
 	}
 	f.Fuzz(func(t *testing.T, v byte, data []byte) {
 		a := memArchive(m, 2+int(v&1), data)
@@ -132,7 +131,7 @@ func FuzzVolume(f *testing.F) {
 		var buf []byte
 		for r.Next() {
 			rec := r.Record()
-			if rec.Off < int64(pcplog.LabelSize(a.label.Version)) || rec.Off >= int64(pcplog.LabelSize(a.label.Version)+len(data)) {
+			if rec.Off < int64(LabelSize(a.label.Version)) || rec.Off >= int64(LabelSize(a.label.Version)+len(data)) {
 				t.Fatalf("record offset %d outside the volume", rec.Off)
 			}
 			for _, s := range rec.Sets {

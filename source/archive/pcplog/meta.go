@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // .meta record types (libpcp.h).
@@ -102,13 +101,13 @@ func (d *decoder) stamp(v3 bool) time.Time {
 		if b == nil {
 			return time.Time{}
 		}
-		return pcplog.TimeV3(b)
+		return TimeV3(b)
 	}
 	b := d.bytes(8)
 	if b == nil {
 		return time.Time{}
 	}
-	return pcplog.TimeV2(b)
+	return TimeV2(b)
 }
 
 type metricInfo struct {
@@ -121,6 +120,39 @@ type indomSnap struct {
 	t    time.Time
 	node *indomNode
 }
+
+// InDomRecord is one instance-domain record of an archive's .meta file:
+// the set of instances in force from Time on, held whole or as a delta on
+// the record before it.
+type InDomRecord struct {
+	Time time.Time
+	node *indomNode
+	m    *meta
+}
+
+// AppendInDomRecords appends the records of indom to out, in file order.
+func (a *Archive) AppendInDomRecords(out []InDomRecord, indom semantics.InDom) []InDomRecord {
+	m := a.state().meta
+	for _, s := range m.indoms[indom] {
+		out = append(out, InDomRecord{Time: s.t, node: s.node, m: m})
+	}
+	return out
+}
+
+// Changes calls f with each instance added or removed (gone) by rec when
+// rec is held as a delta on prev, and reports whether it is.
+func (rec InDomRecord) Changes(prev InDomRecord, f func(id int32, gone bool)) bool {
+	if rec.node.base == nil || rec.node.base != prev.node {
+		return false
+	}
+	for _, op := range rec.node.ops {
+		f(op.in.ID, op.del)
+	}
+	return true
+}
+
+// Instances returns the instances rec holds, sorted by id, labels unset.
+func (rec InDomRecord) Instances() []source.Instance { return rec.m.materialize(rec.node) }
 
 // indomNode holds an instance domain as a full list of instances or as
 // the delta record that changed an earlier one, so that the metadata of an

@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"encoding/binary"
@@ -10,19 +10,18 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
-// runsRefused counts the runs skipRun found and did not pass over (tests).
+// runsRefused counts the runs SkipRun found and did not pass over (tests).
 var runsRefused atomic.Int64
 
-// runResult is what skipRun did with the run at the position.
-type runResult int
+// RunResult is what SkipRun did with the run at the position.
+type RunResult int
 
 const (
-	runNone     runResult = iota // no run to try (too short, not sparse)
-	runAccepted                  // passed over up to its last record
-	runRefused                   // its last record was decoded and refused
+	RunNone     RunResult = iota // no run to try (too short, not sparse)
+	RunAccepted                  // passed over up to its last record
+	RunRefused                   // its last record was decoded and refused
 )
 
 // minWindow is the smallest read buffer of a volume (a variable for tests).
@@ -38,10 +37,10 @@ type Record struct {
 	Sets []source.ValueSet
 	Vol  int   // volume number
 	Off  int64 // byte offset of the record in its (uncompressed) volume
-	// first is the record's first metric (0 for a mark), read even when
+	// First is the record's first metric (0 for a mark), read even when
 	// Only skips its set: the records of one pmlogger fetch group start
 	// with the same metric (Follow's logging interval)
-	first semantics.PMID
+	First semantics.PMID
 }
 
 // volReader is a window over one volume file. Records are decoded in place.
@@ -54,7 +53,7 @@ type volReader struct {
 	eof  bool
 	err  error
 	// exact: a plain volume read record by record, never past the record
-	// being read (no window ahead), so that Reader.skipRun
+	// being read (no window ahead), so that Reader.SkipRun
 	// can pass over records unread
 	exact bool
 	// a record of nextLen bytes (0: none known) starts at nextOff: an exact
@@ -188,8 +187,8 @@ type Reader struct {
 	vi      int   // index of the current volume in the volume list
 	start   int64 // offset to seek to in the first volume opened
 	vol     *volReader
-	own     recBuf
-	out     *recBuf // where records are decoded: own, or a prefetch slot
+	own     RecordBuffer
+	out     *RecordBuffer // where records are decoded: own, or a prefetch slot
 	types   []typeCache
 	errs    map[int32]error
 	err     error
@@ -210,15 +209,15 @@ type Reader struct {
 	// the records visited at their kept sets only
 	walkAll    bool
 	fastVisits int
-	// sparse: plain volumes are read record by record (see skipRun);
-	// pending: the record skipRun decoded is the one Next returns
+	// sparse: plain volumes are read record by record (see SkipRun);
+	// pending: the record SkipRun decoded is the one Next returns
 	sparse  bool
 	pending bool
-	// no skipRun before this offset of this volume (a run refused)
+	// no SkipRun before this offset of this volume (a run refused)
 	noSkipVol int
 	noSkipEnd int64
-	hbuf      []byte // skipRun's heads
-	tails     *tails // reading the runs' ends ahead (nil: none)
+	hbuf      []byte // SkipRun's heads
+	tails     *Tails // reading the runs' ends ahead (nil: none)
 	// interp: value blocks are read as libpcp's interpolation reads them
 	// (a replay's readers), their own type byte and length unchecked;
 	// otherwise as pmExtractValue reads them (see ErrValueBlock)
@@ -281,7 +280,7 @@ func (r *Reader) open(vf volumeFile) error {
 	if err != nil {
 		return err
 	}
-	lsz := pcplog.LabelSize(r.version)
+	lsz := LabelSize(r.version)
 	// the label alone first: a reader that only checks it (Open) or
 	// seeks near the end (End) reads no more
 	v := &volReader{s: s, num: vf.num, buf: make([]byte, lsz), exact: r.sparse && s.plain}
@@ -292,7 +291,7 @@ func (r *Reader) open(vf volumeFile) error {
 		}
 		return &FormatError{File: vf.path, Off: int64(v.w - v.r), Msg: "truncated label"}
 	}
-	l, err := pcplog.ParseLabel(vf.path, v.buf[v.r:v.w])
+	l, err := ParseLabel(vf.path, v.buf[v.r:v.w])
 	if err != nil {
 		return err
 	}
@@ -334,7 +333,7 @@ func (r *Reader) read() (bool, error) {
 		r.noteZeros()
 		return false, nil
 	}
-	if n < r.hdrSize+4 || n > pcplog.MaxRecordSize-1 {
+	if n < r.hdrSize+4 || n > MaxRecordSize-1 {
 		return false, &FormatError{File: v.s.path, Off: v.off, Msg: fmt.Sprintf("record length %d out of range", n)}
 	}
 	if !v.fill(n) {
@@ -392,16 +391,41 @@ func (r *Reader) noteZeros() {
 	r.a.cut.CompareAndSwap(nil, &FormatError{File: v.s.path, Off: v.off, Msg: "zeros where a record should start (a crashed pmlogger's tail?): the records before them are read, none after"})
 }
 
-// setSparse sets whether plain volumes are read record by record (see
-// skipRun), from the position on.
-func (r *Reader) setSparse(on bool) {
+// SetInterp sets whether value blocks are read as libpcp's interpolation
+// reads them (a replay's readers: their own type byte and length
+// unchecked) or as pmExtractValue reads them (see ErrValueBlock).
+func (r *Reader) SetInterp(on bool) { r.interp = on }
+
+// ReadAheadWith has SkipRun use what t read ahead (nil: nothing).
+func (r *Reader) ReadAheadWith(t *Tails) { r.tails = t }
+
+// DecodeInto has the records Next returns decoded into b (nil: the
+// reader's own buffer).
+func (r *Reader) DecodeInto(b *RecordBuffer) { r.out = b }
+
+// SeekVolume positions a Reader that has not started at offset off of
+// volume number vol (the offset of a whole record); false if the archive
+// has no such volume.
+func (r *Reader) SeekVolume(vol int, off int64) bool {
+	for vi, v := range r.a.state().vols {
+		if v.num == vol {
+			r.vi, r.start = vi, off
+			return true
+		}
+	}
+	return false
+}
+
+// SetSparse sets whether plain volumes are read record by record (see
+// SkipRun), from the position on.
+func (r *Reader) SetSparse(on bool) {
 	r.sparse = on
 	if r.vol != nil {
 		r.vol.exact = on && r.vol.s.plain
 	}
 }
 
-// skipRun passes over records at the position without reading them, for a
+// SkipRun passes over records at the position without reading them, for a
 // sparse replay (see Replay.front). The run is the records from the
 // position that hold values (no <mark>) at or before tReq, in time order
 // from after (never going back), none at tReq but the last one, j. Only
@@ -410,20 +434,20 @@ func (r *Reader) setSparse(on bool) {
 // has j decoded, and when ok(j) says that applying j alone changes the
 // replay as applying the whole run would (and what came before it from
 // after: the caller's), the run is accepted: the records before j are
-// passed over and the next call to Next returns j. skipRun returns the
+// passed over and the next call to Next returns j. SkipRun returns the
 // number passed over and the time of the first one. It accepts nothing
 // when the run is too short, when ok refuses j (the run is then read as
 // usual, and no run is tried again before j's end), or when the reader
 // does not read a plain volume record by record. An error is j's (the
 // records before it are not decoded: a value set corrupt inside one of
 // them goes unnoticed).
-func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*Record) bool) (n int, tFirst float64, res runResult, err error) {
+func (r *Reader) SkipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*Record) bool) (n int, tFirst float64, res RunResult, err error) {
 	v := r.vol
 	if r.err != nil || r.closed || r.pending || v == nil || !v.exact || v.err != nil || v.w != v.r {
-		return 0, 0, runNone, nil
+		return 0, 0, RunNone, nil
 	}
 	if v.num == r.noSkipVol && v.off < r.noSkipEnd {
-		return 0, 0, runNone, nil
+		return 0, 0, RunNone, nil
 	}
 	hl := r.hdrSize // length, timestamp and numpmid
 	first := v.off
@@ -442,14 +466,14 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 		}
 		l, np := int(e.len), int(e.np)
 		nextLen = l
-		if l < hl+4 || l > pcplog.MaxRecordSize-1 || np <= 0 || np > (l-hl-4)/8 {
+		if l < hl+4 || l > MaxRecordSize-1 || np <= 0 || np > (l-hl-4)/8 {
 			break // a mark, or what the decoding reports
 		}
 		var t float64
 		if r.version == 3 {
-			t = secs(pcplog.TimeV3(e.tb[:]))
+			t = secs(TimeV3(e.tb[:]))
 		} else {
-			t = secs(pcplog.TimeV2(e.tb[:]))
+			t = secs(TimeV2(e.tb[:]))
 		}
 		if t > tReq || t < last {
 			break
@@ -472,10 +496,10 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 		}
 	}
 	if n < minRun {
-		return 0, 0, runNone, nil
+		return 0, 0, RunNone, nil
 	}
 	j := pos - int64(jLen)
-	if nextLen < hl+4 || nextLen > pcplog.MaxRecordSize-1 {
+	if nextLen < hl+4 || nextLen > MaxRecordSize-1 {
 		nextLen = 0
 	}
 	// j and the record after it (the next one read) in one read, unless
@@ -486,7 +510,7 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 	}
 	if err := v.skip(j - v.off); err != nil {
 		r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
-		return 0, 0, runNone, r.err
+		return 0, 0, RunNone, r.err
 	}
 	if r.tails != nil {
 		if b := r.tails.take(v.s.f, hl, first, j, jLen, want); b != nil {
@@ -494,7 +518,7 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 			k := min(len(b), want)
 			if _, err := v.s.f.Seek(j+int64(k), io.SeekStart); err != nil {
 				r.err = &FormatError{File: v.s.path, Off: j, Msg: "seek: " + err.Error()}
-				return 0, 0, runNone, r.err
+				return 0, 0, RunNone, r.err
 			}
 			r.tails.swapped(v.buf)
 			v.buf, v.w = b[:cap(b)], k
@@ -504,20 +528,20 @@ func (r *Reader) skipRun(secs func(time.Time) float64, tReq, after float64, minR
 	got, err := r.read()
 	if err != nil {
 		r.err = err
-		return 0, 0, runNone, err
+		return 0, 0, RunNone, err
 	}
 	if got && ok(r.Record()) {
 		r.pending = true
 		v.nextOff, v.nextLen = pos, nextLen
-		return n - 1, tFirst, runAccepted, nil
+		return n - 1, tFirst, RunAccepted, nil
 	}
 	if err := v.skip(first - v.off); err != nil {
 		r.err = &FormatError{File: v.s.path, Off: first, Msg: "seek: " + err.Error()}
-		return 0, 0, runNone, r.err
+		return 0, 0, RunNone, r.err
 	}
 	r.noSkipVol, r.noSkipEnd = v.num, pos
 	runsRefused.Add(1)
-	return 0, 0, runRefused, nil
+	return 0, 0, RunRefused, nil
 }
 
 // headBuf returns the reader's buffer for heads: a trailer and a header.
@@ -528,7 +552,7 @@ func (r *Reader) headBuf(hl int) []byte {
 	return r.hbuf[:hl+4]
 }
 
-// recHead is what skipRun reads of a record: its header (length, numpmid,
+// recHead is what SkipRun reads of a record: its header (length, numpmid,
 // timestamp) and whether its trailer repeats the length; end: no whole
 // header at off (the end of the data).
 type recHead struct {
@@ -570,7 +594,7 @@ func (h *heads) at(off int64) recHead {
 	e := recHead{len: int32(be32(h.b[4:])), np: int32(be32(h.b[hl:]))}
 	copy(e.tb[:], h.b[8:hl])
 	l := int(e.len)
-	if l < hl+4 || l > pcplog.MaxRecordSize-1 {
+	if l < hl+4 || l > MaxRecordSize-1 {
 		return e
 	}
 	k, _ := h.f.ReadAt(h.b, off+int64(l)-4)
@@ -601,10 +625,10 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	out.Off = off
 	var p int
 	if r.version == 3 {
-		out.Time = pcplog.TimeV3(rec[4:])
+		out.Time = TimeV3(rec[4:])
 		p = 16
 	} else {
-		out.Time = pcplog.TimeV2(rec[4:])
+		out.Time = TimeV2(rec[4:])
 		p = 12
 	}
 	end := n - 4
@@ -612,14 +636,14 @@ func (r *Reader) decode(rec []byte, off int64) error {
 	p += 4
 	out.Sets = out.Sets[:0]
 	out.Mark = np == 0
-	out.first = 0
+	out.First = 0
 	if np == 0 {
 		return nil
 	}
 	if np < 0 || int(np) > (end-p)/8 {
 		return r.ferr(off+int64(p)-4, "numpmid %d does not fit in the %d-byte record", np, n)
 	}
-	out.first = semantics.PMID(be32(rec[p:]))
+	out.First = semantics.PMID(be32(rec[p:]))
 	m := r.a.state().meta
 	vals := rb.vals[:0]
 	starts := rb.starts[:0]
@@ -716,7 +740,7 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		dst := vals[base:]
 		vl := rec[p : p+8*nv]
 		p += 8 * nv
-		if typ != -2 && !pcplog.EncodingFits(valfmt, typ) {
+		if typ != -2 && !EncodingFits(valfmt, typ) {
 			// libpcp refuses the values (see ErrEncoding)
 			vals = vals[:base]
 			vs.Err = ErrEncoding
@@ -835,13 +859,13 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, vl []byte, typ semantics.T
 		t := typ
 		if t == -2 {
 			t = semantics.Type(hdr >> 24)
-		} else if !pcplog.BlockFits(hdr, t) {
+		} else if !BlockFits(hdr, t) {
 			if !r.interp {
 				return errRefused // libpcp's pmExtractValue: PM_ERR_CONV
 			}
 			// libpcp's interpolation reads a number's bytes whatever
 			// the block says of its type and length
-			if n := pcplog.NumberSize(t); n > 0 && 4+n <= len(b) {
+			if n := NumberSize(t); n > 0 && 4+n <= len(b) {
 				payload = b[4 : 4+n]
 			}
 		}
@@ -885,10 +909,10 @@ func (r *Reader) Record() *Record {
 	return &r.out.rec
 }
 
-// recBuf is a decoded record and the storage it refers to: its value sets,
+// RecordBuffer is a decoded record and the storage it refers to: its value sets,
 // their values, and (once detached) the bytes of its string and aggregate
 // values, which otherwise point into the volume buffer.
-type recBuf struct {
+type RecordBuffer struct {
 	rec    Record
 	vals   []source.InstValue
 	starts []int
@@ -898,9 +922,19 @@ type recBuf struct {
 	byteSets []int
 }
 
+// Record returns the record b holds.
+func (b *RecordBuffer) Record() *Record { return &b.rec }
+
+// Hold copies rec, a record without values (a mark), into b, and returns
+// b's copy.
+func (b *RecordBuffer) Hold(rec *Record) *Record {
+	b.rec, b.bytes, b.byteSets = *rec, false, b.byteSets[:0]
+	return &b.rec
+}
+
 // detach copies the byte payloads of the record into b.buf, so that the
 // record stays valid while the reader goes on.
-func (b *recBuf) detach() {
+func (b *RecordBuffer) detach() {
 	if !b.bytes {
 		return
 	}

@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"fmt"
@@ -11,24 +11,7 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/semantics"
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
-)
-
-// todTime turns pmdumplog's time of day ("08:57:27.395791" with 6 or 9
-// digits) into a time on the day of ref (the archive's start), UTC.
-func todTime(t testing.TB, ref time.Time, tod string) time.Time {
-	tt, err := time.Parse("15:04:05.999999999", tod)
-	if err != nil {
-		t.Fatalf("time %q: %v", tod, err)
-	}
-	y, m, d := ref.UTC().Date()
-	return time.Date(y, m, d, tt.Hour(), tt.Minute(), tt.Second(), tt.Nanosecond(), time.UTC)
-}
-
-var (
-	reIndomHead = regexp.MustCompile(`^InDom: (\S+)$`)
-	reIndomTime = regexp.MustCompile(`^(\d\d:\d\d:\d\d\.\d+) (\d+) instances$`)
-	reIndomInst = regexp.MustCompile(`^   (\d+) or "(.*)"$`)
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
 
 // TestInstancesAtMatchesPmdumplog compares the instance domain in force at
@@ -44,7 +27,7 @@ func TestInstancesAtMatchesPmdumplog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checked := checkInDomsAgainstPmdumplog(t, a, b)
+			checked := archivetest.CheckInDomsAgainstPmdumplog(t, a, a.Label().Start, b)
 			total := 0
 			for _, m := range a.Metrics() {
 				if m.Desc.InDom != semantics.InDomNull {
@@ -56,46 +39,6 @@ func TestInstancesAtMatchesPmdumplog(t *testing.T) {
 			}
 		})
 	}
-}
-
-// checkInDomsAgainstPmdumplog compares the instance domain in force at each
-// indom record time of a (deltas applied) with out, the output of
-// `pmdumplog -i`, and returns how many records it checked.
-func checkInDomsAgainstPmdumplog(t *testing.T, a *Archive, out []byte) int {
-	t.Helper()
-	var indom semantics.InDom
-	var at time.Time
-	var want []string
-	checked := 0
-	flush := func() {
-		if at.IsZero() {
-			return
-		}
-		var got []string
-		for _, in := range a.InstancesAt(indom, at) {
-			got = append(got, fmt.Sprintf("%d %s", in.ID, in.Name))
-		}
-		if strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Errorf("indom %s at %s:\n got %q\nwant %q", indom, at.Format(time.RFC3339Nano), got, want)
-		}
-		checked++
-		at, want = time.Time{}, nil
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if m := reIndomHead.FindStringSubmatch(line); m != nil {
-			flush()
-			var d, s uint32
-			fmt.Sscanf(m[1], "%d.%d", &d, &s)
-			indom = semantics.NewInDom(d, s)
-		} else if m := reIndomTime.FindStringSubmatch(line); m != nil {
-			flush()
-			at = todTime(t, a.Label().Start, m[1])
-		} else if m := reIndomInst.FindStringSubmatch(line); m != nil {
-			want = append(want, m[1]+" "+m[2])
-		}
-	}
-	flush()
-	return checked
 }
 
 var reIndexLine = regexp.MustCompile(`^(\d\d:\d\d:\d\d\.\d+)\s+(\d+)\s+(\d+)\s+(\d+)$`)
@@ -112,7 +55,7 @@ func TestIndexMatchesPmdumplog(t *testing.T) {
 			var want []string
 			for _, line := range strings.Split(string(b), "\n") {
 				if m := reIndexLine.FindStringSubmatch(line); m != nil {
-					tm := todTime(t, a.Label().Start, m[1])
+					tm := archivetest.TodTime(t, a.Label().Start, m[1])
 					want = append(want, fmt.Sprintf("%d %s %s %s", tm.UnixNano(), m[2], m[3], m[4]))
 				}
 			}
@@ -236,12 +179,12 @@ func TestRefreshFollowsGrowingArchive(t *testing.T) {
 		}
 		want := recordRows(t, full)
 		dir := t.TempDir()
-		base := copyArchive(t, src, dir)
+		base := archivetest.CopyArchive(t, src, dir)
 		orig := map[string][]byte{}
 		for _, ext := range []string{".0", ".meta", ".index"} {
 			b, _ := os.ReadFile(base + ext)
 			orig[ext] = b
-			lsz := pcplog.LabelSize(full.Label().Version)
+			lsz := LabelSize(full.Label().Version)
 			cut := lsz + (len(b)-lsz)/2
 			if ext == ".meta" {
 				cut = lsz + (len(b)-lsz)/3
@@ -307,7 +250,7 @@ func TestRefreshFollowsGrowingArchive(t *testing.T) {
 func TestReaderContinuesAfterGrowth(t *testing.T) {
 	src := filepath.Join(corpus, "archives/seedtables/seedtables")
 	dir := t.TempDir()
-	base := copyArchive(t, src, dir)
+	base := archivetest.CopyArchive(t, src, dir)
 	b, _ := os.ReadFile(base + ".0")
 	cut := len(b) - 30 // inside the last record
 	if err := os.WriteFile(base+".0", b[:cut], 0o644); err != nil {

@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"bufio"
@@ -17,8 +17,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
-
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // compressionSuffixes are tried in libpcp's order when the plain file is
@@ -330,7 +328,7 @@ func readCompressedMeta(path string) (Label, *meta, error) {
 	if err := fill(metaWindow); err != nil {
 		return Label{}, nil, err
 	}
-	l, err := pcplog.ParseLabel(path, buf)
+	l, err := ParseLabel(path, buf)
 	if err != nil {
 		return Label{}, nil, err
 	}
@@ -338,7 +336,7 @@ func readCompressedMeta(path string) (Label, *meta, error) {
 		return Label{}, nil, err
 	}
 	m := newMeta()
-	m.off = int64(pcplog.LabelSize(l.Version))
+	m.off = int64(LabelSize(l.Version))
 	if int(m.off) > len(buf) {
 		return Label{}, nil, &FormatError{File: path, Off: int64(len(buf)), Msg: "label: file too short"}
 	}

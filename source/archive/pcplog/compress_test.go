@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"compress/gzip"
@@ -14,52 +14,15 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
+
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
-
-type compressor func(w io.Writer) (io.WriteCloser, error)
-
-func compressFile(t *testing.T, src, dst string, c compressor) {
-	in, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := c(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(in); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func copyArchive(t *testing.T, base, dir string) string {
-	t.Helper()
-	matches, _ := filepath.Glob(base + ".*")
-	for _, m := range matches {
-		b, err := os.ReadFile(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(m)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return filepath.Join(dir, filepath.Base(base))
-}
 
 // TestCompressedFiles compresses every file of corpus archives (volumes,
 // .meta and .index) with each supported format and checks that the records
 // and the metadata read are those of the plain archive.
 func TestCompressedFiles(t *testing.T) {
-	formats := map[string]compressor{
+	formats := map[string]archivetest.Compressor{
 		".gz":  func(w io.Writer) (io.WriteCloser, error) { return gzip.NewWriter(w), nil },
 		".z":   func(w io.Writer) (io.WriteCloser, error) { return gzip.NewWriter(w), nil },
 		".zst": func(w io.Writer) (io.WriteCloser, error) { return zstd.NewWriter(w) },
@@ -80,7 +43,7 @@ func TestCompressedFiles(t *testing.T) {
 		for suf, c := range formats {
 			t.Run(name+suf, func(t *testing.T) {
 				dir := t.TempDir()
-				base := copyArchive(t, filepath.Join(corpus, "archives", name), dir)
+				base := archivetest.CopyArchive(t, filepath.Join(corpus, "archives", name), dir)
 				files, _ := filepath.Glob(base + ".*")
 				for _, f := range files {
 					if c == nil {
@@ -89,7 +52,7 @@ func TestCompressedFiles(t *testing.T) {
 						}
 						continue
 					}
-					compressFile(t, f, f+suf, c)
+					archivetest.CompressFile(t, f, f+suf, c)
 					os.Remove(f)
 				}
 				for _, open := range []string{base, base + ".meta" + suf, base + ".0" + suf} {
@@ -114,7 +77,7 @@ func TestCompressedFiles(t *testing.T) {
 
 func TestUnsupportedCompression(t *testing.T) {
 	dir := t.TempDir()
-	base := copyArchive(t, filepath.Join(corpus, "archives/seedtables/seedtables"), dir)
+	base := archivetest.CopyArchive(t, filepath.Join(corpus, "archives/seedtables/seedtables"), dir)
 	if err := os.Rename(base+".0", base+".0.Z"); err != nil {
 		t.Fatal(err)
 	}

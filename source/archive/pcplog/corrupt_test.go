@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
 )
 
 // drain opens and reads everything; it must not panic. It returns the error
@@ -60,7 +61,7 @@ func TestCorruptEveryByte(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			base := copyArchive(t, src, dir)
+			base := archivetest.CopyArchive(t, src, dir)
 			file := base + ext
 			check := func(what string, size int) {
 				_, err := drain(base)
@@ -100,7 +101,7 @@ func TestCorruptEveryByte(t *testing.T) {
 // still writing) ends iteration cleanly with the complete records.
 func TestTruncatedLastRecord(t *testing.T) {
 	dir := t.TempDir()
-	base := copyArchive(t, filepath.Join(corpus, "archives/seedtables/seedtables_v3"), dir)
+	base := archivetest.CopyArchive(t, filepath.Join(corpus, "archives/seedtables/seedtables_v3"), dir)
 	full, err := drain(base)
 	if err != nil {
 		t.Fatal(err)

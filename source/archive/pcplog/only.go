@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import "github.com/pcp-exporter/pcp-exporter/semantics"
 

@@ -1,5 +1,5 @@
 //go:build !race
 
-package archive
+package pcplog
 
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"bufio"
@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
 // Archive discovery: what a path the user gave names. A path is an
@@ -31,9 +29,9 @@ func IsArchivePath(p string) bool {
 	return err == nil
 }
 
-// notFound is the error for a path that names no archive: it names the
+// NotFound is the error for a path that names no archive: it names the
 // path as the user gave it.
-func notFound(path string) error {
+func NotFound(path string) error {
 	return fmt.Errorf("%s: no such archive or directory: %w", path, fs.ErrNotExist)
 }
 
@@ -67,7 +65,7 @@ func Find(path string) ([]string, error) {
 	st, err := os.Stat(path)
 	if err != nil || !st.IsDir() {
 		if !IsArchivePath(path) {
-			return nil, notFound(path)
+			return nil, NotFound(path)
 		}
 		return []string{path}, nil
 	}
@@ -164,7 +162,7 @@ func Newest(dir string, starts map[string]time.Time) (string, error) {
 		}
 		s, ok := starts[n]
 		if !ok {
-			l, err := readLabel(n + ".meta")
+			l, err := ReadLabel(n + ".meta")
 			if err != nil {
 				continue // being created, or not an archive
 			}
@@ -205,17 +203,17 @@ func fromFolio(path string) string {
 	return ""
 }
 
-// readLabel reads the label of a plain archive file.
-func readLabel(path string) (Label, error) {
+// ReadLabel reads the label of a plain archive file.
+func ReadLabel(path string) (Label, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Label{}, err
 	}
 	defer f.Close()
-	b := make([]byte, pcplog.LabelLenV3)
+	b := make([]byte, LabelLenV3)
 	n, err := io.ReadFull(f, b)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return Label{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return pcplog.ParseLabel(path, b[:n])
+	return ParseLabel(path, b[:n])
 }

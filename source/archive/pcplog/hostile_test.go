@@ -1,4 +1,4 @@
-package archive
+package pcplog
 
 import (
 	"bytes"
@@ -20,7 +20,10 @@ var updateHostile = flag.Bool("update", false, "rewrite testdata/hostile/archive
 // hostileDir holds crafted archives (made from the corpus's seedtables
 // archives by hostileCases, regenerated with -update) and errors.golden, the
 // outcome of reading each.
-var hostileDir = filepath.Join("..", "..", "testdata", "hostile", "archive")
+var hostileDir = filepath.Join("..", "..", "..", "testdata", "hostile", "archive")
+
+// goldenDir is hostileDir as errors.golden names it.
+const goldenDir = "../../testdata/hostile/archive"
 
 type archiveFiles map[string][]byte // extension (".0", ".meta", ".index", ".0.xz") -> content
 
@@ -390,6 +393,9 @@ func TestHostileArchives(t *testing.T) {
 				t.Errorf("%s: error spans lines: %q", c.name, outcome)
 			}
 		}
+		// errors.golden names the files as seen from source/archive, where
+		// the test was written
+		outcome = strings.ReplaceAll(outcome, hostileDir, goldenDir)
 		fmt.Fprintf(&got, "%s: %s\n", c.name, outcome)
 	}
 	golden := filepath.Join(hostileDir, "errors.golden")

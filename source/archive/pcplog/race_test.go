@@ -1,6 +1,6 @@
 //go:build race
 
-package archive
+package pcplog
 
 // raceEnabled: the tests run under the race detector (about 5x slower).
 const raceEnabled = true
