@@ -167,7 +167,7 @@ func (c *Collector) appendLocked(b []byte, format Format, flushAt int, flush fun
 	if merging {
 		out, b = b, c.merge.start()
 	}
-	c.read(c.now(), nil, false, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
+	c.readLoaded(c.now(), nil, false, func(s *sourceState, i int, f *mapping.Family, iv source.InstValue, inst *source.Instance) {
 		if s.text.sig != s.sig || s.text.epoch != s.epoch || len(s.text.at) != len(s.families)+1 {
 			s.text = textCache{sig: s.sig, epoch: s.epoch, at: make([]int32, len(s.families)+1)}
 		}

@@ -125,9 +125,9 @@ type Family struct {
 	// Unit is the OpenMetrics unit ("bytes", "seconds", ...) when OMName
 	// ends with it, else "".
 	Unit string
-	// Scale multiplies PCP values into the unit (1 with the pmproxy naming).
-	Scale    float64
-	mul, div float64
+	// Scale multiplies PCP values into the unit (1 with the pmproxy naming),
+	// as libpcp's pmConvScale does (Unit.Convert).
+	Scale float64
 	// UCUM is the OpenTelemetry unit of the converted values.
 	UCUM string
 
@@ -302,7 +302,7 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 	default:
 		return Family{}, SkipUnsupported
 	}
-	f := Family{PCPName: md.Name, Desc: d, naming: m.naming, m: m, Scale: 1, mul: 1, div: 1}
+	f := Family{PCPName: md.Name, Desc: d, naming: m.naming, m: m, Scale: 1}
 	f.OTelName, _ = m.baseName(md.Name)
 	if nf := m.naming.profile().familyOf(md); nf != nil {
 		return nf.family(f, md), ""
@@ -352,7 +352,7 @@ func (m *Mapper) Map(md *source.Metric) (Family, SkipReason) {
 	default:
 		f.Type = Gauge
 	}
-	f.Scale, f.mul, f.div = unit.Scale, unit.Mul, unit.Div
+	f.Scale = unit.Scale
 	f.integer = unit.Scale == 1 && d.Type != semantics.TypeFloat && d.Type != semantics.TypeDouble
 	if renamed {
 		f.Name, f.OMName, f.Unit = promNames(name, f.Type, unit.Suffix)
@@ -626,17 +626,9 @@ func (f *Family) Labels(inst *source.Instance) []LabelPair {
 	return f.m.filter(s.sorted())
 }
 
-// Float64 returns a numeric value converted to the family's unit.
-func (f *Family) Float64(v semantics.Value) float64 {
-	x := v.Float64()
-	if f.mul != 1 {
-		x *= f.mul
-	}
-	if f.div != 1 {
-		x /= f.div
-	}
-	return x
-}
+// Float64 returns a numeric value converted to the family's unit, as
+// libpcp converts it (Unit.Convert).
+func (f *Family) Float64(v semantics.Value) float64 { return convert(v.Float64(), f.Scale) }
 
 // AppendValue appends the text form of a numeric value in the family's unit:
 // integers exactly when no scaling applies, other values as Go's shortest

@@ -85,7 +85,7 @@ func TestNodeSourceArchive(t *testing.T) {
 		labels      func(inst string) string // node labels of a PCP instance ("" to skip it)
 		conv        func(semantics.Value) float64
 	}
-	ms := func(v semantics.Value) float64 { return v.Float64() / 1000 }
+	ms := func(v semantics.Value) float64 { return v.Float64() * (1.0 / 1000) } // pmConvScale's v * (mult/div)
 	kib := func(v semantics.Value) float64 { return v.Float64() * 1024 }
 	same := func(v semantics.Value) float64 { return v.Float64() }
 	checks := []check{

@@ -64,10 +64,11 @@ type boundPart struct {
 	present   bool
 	pmid      semantics.PMID
 	indom     semantics.InDom
-	mul, div  float64
+	scale     float64 // the unit conversion (Unit.Scale)
 	joinPMIDs []semantics.PMID
 	termPMIDs []semantics.PMID
-	termScale []float64 // sign times the term's unit conversion
+	termScale []float64 // each term's unit conversion
+	termSign  []float64 // sign times the part's factor, after it
 	mulByPMID semantics.PMID
 	vi, mi    int   // positions in the plan's inner fetch (-1 none)
 	ji, ti    []int // of the joins and the terms
@@ -165,7 +166,7 @@ func (w *NodeSource) refresh() {
 		var ctx semantics.LabelSet
 		for pi := range nf.parts {
 			p := &nf.parts[pi]
-			bp := boundPart{nodePart: p, mul: 1, div: 1, vi: -1, mi: -1, seen: map[int32]*nodeEntry{}}
+			bp := boundPart{nodePart: p, scale: 1, vi: -1, mi: -1, seen: map[int32]*nodeEntry{}}
 			ok := true
 			if p.pcp != "" {
 				md := byName[p.pcp]
@@ -173,8 +174,7 @@ func (w *NodeSource) refresh() {
 					ok = false
 				} else {
 					bp.pmid, bp.indom = md.Desc.PMID, md.Desc.InDom
-					u := BaseUnit(md.Desc.Units)
-					bp.mul, bp.div = u.Mul, u.Div
+					bp.scale = BaseUnit(md.Desc.Units).Scale
 					if ctx == nil {
 						ctx = contextLabels(md.Labels)
 					}
@@ -194,13 +194,13 @@ func (w *NodeSource) refresh() {
 					ok = false
 					break
 				}
-				u := BaseUnit(md.Desc.Units)
 				bp.termPMIDs = append(bp.termPMIDs, md.Desc.PMID)
 				f := p.factor // as the part's own value
 				if f == 0 {
 					f = 1
 				}
-				bp.termScale = append(bp.termScale, tm.sign*f*u.Mul/u.Div)
+				bp.termScale = append(bp.termScale, BaseUnit(md.Desc.Units).Scale)
+				bp.termSign = append(bp.termSign, tm.sign*f)
 			}
 			if p.mulBy != "" {
 				md := byName[p.mulBy]
@@ -553,12 +553,7 @@ func (bp *boundPart) value(v semantics.Value) float64 {
 	} else {
 		x = v.Float64()
 	}
-	if bp.mul != 1 {
-		x *= bp.mul
-	}
-	if bp.div != 1 {
-		x /= bp.div
-	}
+	x = convert(x, bp.scale)
 	if bp.factor != 0 {
 		x *= bp.factor
 	}
@@ -580,7 +575,7 @@ func (w *NodeSource) addTerms(bp *boundPart, inst int32, x float64, firstErr *er
 		found := false
 		for i := range s.Values {
 			if s.Values[i].Inst == inst || s.Values[i].Inst == semantics.InNull {
-				x += s.Values[i].Value.Float64() * bp.termScale[k]
+				x += convert(s.Values[i].Value.Float64(), bp.termScale[k]) * bp.termSign[k]
 				found = true
 				break
 			}

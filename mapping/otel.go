@@ -89,11 +89,9 @@ func (f *Family) Instrument() Instrument {
 	return in
 }
 
-// OTelValue returns a numeric value in the instrument's unit, as libpcp's
-// pmConvScale converts a double: times the scale (Float64, the Prometheus
-// side's, divides where the scale is a fraction, and may differ from it
-// in the last bit).
-func (f *Family) OTelValue(v semantics.Value) float64 { return v.Float64() * f.Scale }
+// OTelValue returns a numeric value in the instrument's unit: Float64, the
+// one conversion every output shares.
+func (f *Family) OTelValue(v semantics.Value) float64 { return f.Float64(v) }
 
 // OTelKind is the OpenTelemetry kind of f's instrument (Instrument's
 // Kind and Monotonic), for an output that encodes families (the OTLP

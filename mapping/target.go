@@ -30,7 +30,7 @@ const TargetInfoHelp = "Target metadata: the PCP context labels of the source."
 // TargetInfo returns target_info's family: an info metric (a gauge of 1 in
 // the text format) whose labels are a source's TargetLabels.
 func TargetInfo() *Family {
-	return &Family{PCPName: TargetInfoName, Name: TargetInfoName, OMName: "target", Type: Info, Help: TargetInfoHelp, Scale: 1, mul: 1, div: 1, integer: true}
+	return &Family{PCPName: TargetInfoName, Name: TargetInfoName, OMName: "target", Type: Info, Help: TargetInfoHelp, Scale: 1, integer: true}
 }
 
 // Lean reports whether series carry lean labels (the default naming without

@@ -13,13 +13,30 @@ import (
 // "bytes_per_second", "" when dimensionless) and the UCUM unit used by
 // OpenTelemetry ("By", "s", "By/s", "{count}", "1").
 type Unit struct {
-	// Scale is Mul/Div: values convert as v*Mul/Div, which keeps exact
-	// decimal results such as 18446744073709551615 millisec =
-	// 1.8446744073709552e16 s (a multiplication by 1e-3 would not).
-	Scale    float64
+	// Scale is Mul/Div. Values convert as libpcp's pmConvScale converts a
+	// double (Convert): v * (mult/div), the quotient rounded first, so
+	// that 743132 millisec is 743.1320000000001 s as libpcp (pmfetchgroup,
+	// pmcc, pmval) gives it, not 743132/1000 = 743.132.
+	Scale float64
+	// Mul and Div are libpcp's integer mult and div (exact in a float64):
+	// their quotient is the same double however they are reduced.
 	Mul, Div float64
 	Suffix   string
 	UCUM     string
+}
+
+// Convert converts a value to the unit: x * Scale, as libpcp's
+// pmConvScale(PM_TYPE_DOUBLE) does (src/libpcp/src/units.c).
+func (u Unit) Convert(x float64) float64 { return convert(x, u.Scale) }
+
+// convert is the one unit conversion of every output (scrape, push,
+// backfill, the node naming's families): libpcp's, one multiplication by
+// the rounded quotient mult/div; a scale of 1 leaves x as it is.
+func convert(x, scale float64) float64 {
+	if scale == 1 {
+		return x
+	}
+	return x * scale
 }
 
 // factor multiplies the unit's Mul or Div by f^dim.
@@ -29,7 +46,7 @@ func (u *Unit) factor(f float64, dim int) {
 	}
 	for ; dim > 0; dim-- {
 		if f >= 1 {
-			u.Mul *= f
+			u.Mul *= math.Round(f)
 		} else {
 			u.Div *= math.Round(1 / f)
 		}
@@ -107,6 +124,9 @@ func BaseUnit(u semantics.Units) Unit {
 	if u.DimCount != 0 {
 		res.factor(math.Pow(10, float64(u.ScaleCount)), int(u.DimCount))
 		terms = append(terms, unitTerm{"", "{count}", int(u.DimCount)})
+	} else if u.DimSpace == 0 && u.DimTime == 0 && u.ExtraUnit == 0 {
+		// no dimension is a count to pmConvScale: its scale applies
+		res.factor(math.Pow(10, float64(u.ScaleCount)), 1)
 	}
 	var num, den []string
 	var unum, uden []string

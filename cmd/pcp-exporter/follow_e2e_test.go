@@ -342,8 +342,8 @@ scrape_configs:
 		served [][2]float64
 		conv   func(float64) float64
 	}{
-		{"kernel.all.cpu.user", user, func(x float64) float64 { return x / 1000 }},
-		{"kernel.all.cpu.sys", sys, func(x float64) float64 { return x / 1000 }},
+		{"kernel.all.cpu.user", user, func(x float64) float64 { return x * (1.0 / 1000) }}, // pmConvScale: v * (mult/div)
+		{"kernel.all.cpu.sys", sys, func(x float64) float64 { return x * (1.0 / 1000) }},
 		{"mem.util.used", used, func(x float64) float64 { return x * 1024 }},
 	} {
 		for _, p := range c.served {
