@@ -165,3 +165,20 @@ func Insitu(dst []source.InstValue, pairs []byte, t semantics.Type) {
 		}
 	}
 }
+
+// Errors hands out one error per PCP error code, made the first time the
+// code is seen, so that a value set's error costs no allocation per set.
+type Errors map[int32]error
+
+// Of returns the error of code.
+func (m *Errors) Of(code int32) error {
+	if e, ok := (*m)[code]; ok {
+		return e
+	}
+	if *m == nil {
+		*m = Errors{}
+	}
+	e := error(semantics.PMError(code))
+	(*m)[code] = e
+	return e
+}

@@ -14,24 +14,11 @@ type resultDecoder struct {
 	peer   string
 	vals   []source.InstValue
 	starts []int
-	errs   map[int32]error
+	errs   pcpwire.Errors
 	// limit bounds the values decoded in a fetch (0: none); cut counts
 	// those left out by it.
 	limit int
 	cut   int
-}
-
-// errOf returns the error of a code, made once per code.
-func (r *resultDecoder) errOf(code int32) error {
-	if e, ok := r.errs[code]; ok {
-		return e
-	}
-	if r.errs == nil {
-		r.errs = map[int32]error{}
-	}
-	e := error(semantics.PMError(code))
-	r.errs[code] = e
-	return e
 }
 
 // decode appends the value sets of a RESULT or HIGHRES_RESULT reply to the
@@ -79,7 +66,7 @@ func (r *resultDecoder) decode(p pdu, pmids []semantics.PMID, types []semantics.
 		r.starts = append(r.starts, len(r.vals))
 		vs := source.ValueSet{PMID: h.PMID}
 		if h.NumVal < 0 {
-			vs.Err = r.errOf(h.NumVal)
+			vs.Err = r.errs.Of(h.NumVal)
 		}
 		if h.NumVal <= 0 {
 			sets = append(sets, vs)
@@ -146,7 +133,7 @@ func (c *client) fetch(deadline time.Time, pmids []semantics.PMID, types []seman
 		}
 		if p.typ == pduError {
 			// the whole request failed: every metric has the error
-			e := rd.errOf(code)
+			e := rd.errs.Of(code)
 			for _, id := range pmids[lo:hi] {
 				rd.starts = append(rd.starts, len(rd.vals))
 				res.Sets = append(res.Sets, source.ValueSet{PMID: id, Err: e})

@@ -191,7 +191,7 @@ type Reader struct {
 	own     RecordBuffer
 	out     *RecordBuffer // where records are decoded: own, or a prefetch slot
 	types   []typeCache
-	errs    map[int32]error
+	errs    pcpwire.Errors
 	err     error
 	closed  bool
 	hdrSize int
@@ -704,7 +704,7 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		set := source.ValueSet{PMID: pmid}
 		starts = append(starts, len(vals))
 		if numval < 0 {
-			set.Err = r.errOf(numval)
+			set.Err = r.errs.Of(numval)
 			out.Sets = append(out.Sets, set)
 			continue
 		}
@@ -866,18 +866,6 @@ func (r *Reader) wireErr(err error) error {
 		return &FormatError{File: r.vol.s.path, Off: we.Offset, Msg: we.Msg}
 	}
 	return err
-}
-
-func (r *Reader) errOf(code int32) error {
-	if e, ok := r.errs[code]; ok {
-		return e
-	}
-	if r.errs == nil {
-		r.errs = map[int32]error{}
-	}
-	e := error(semantics.PMError(code))
-	r.errs[code] = e
-	return e
 }
 
 // Record returns the current record, valid until the next call to Next.
