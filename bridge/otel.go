@@ -129,7 +129,8 @@ func (b *OTelBatch) ResourceMetrics() ([]metricdata.ResourceMetrics, []int) {
 	return out, points
 }
 
-// ResourceKey identifies a resource's attributes.
+// ResourceKey identifies a resource's attributes, or any label set: each
+// name and value followed by a 0 byte.
 func ResourceKey(attrs []mapping.LabelPair) string {
 	var b strings.Builder
 	for _, p := range attrs {

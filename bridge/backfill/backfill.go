@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -416,17 +415,11 @@ func (r *run) seriesOf(ls []mapping.LabelPair, f *mapping.Family, attrs []mappin
 	ls = withLabels(ls, r.opts.Labels)
 	attrs = withLabels(attrs, r.opts.Labels)
 	sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
-	var key strings.Builder
-	for _, l := range ls {
-		key.WriteString(l.Name)
-		key.WriteByte(0)
-		key.WriteString(l.Value)
-		key.WriteByte(0)
-	}
-	s := r.byLabels[key.String()]
+	key := bridge.ResourceKey(ls)
+	s := r.byLabels[key]
 	if s == nil {
 		s = &Series{Labels: ls, Family: f, Resource: r.resource, Attrs: attrs, ID: len(r.byLabels)}
-		r.byLabels[key.String()] = s
+		r.byLabels[key] = s
 	}
 	return s
 }
