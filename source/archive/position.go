@@ -166,19 +166,7 @@ func (r *Replay) scanStretch(ai int, ents []pcplog.IndexEntry, lo, hi int, tReq 
 	if lo >= 0 {
 		a.Seek(rd, ents[lo])
 	}
-	keep := map[semantics.PMID]bool{}
-	for p, pm := range r.pms {
-		if pm == nil {
-			continue
-		}
-		for _, c := range pm.icps {
-			if c.search {
-				keep[p] = true
-				break
-			}
-		}
-	}
-	rd.Only(func(p semantics.PMID) bool { return keep[p] })
+	rd.Only(r.bounds.keepIf(func(c *icp) bool { return c.search }))
 	endVol, endOff := int(ents[hi].Vol), ents[hi].DataOff
 	least := *minLater
 	reached := false
@@ -196,7 +184,7 @@ func (r *Replay) scanStretch(ai int, ents []pcplog.IndexEntry, lo, hi int, tReq 
 		if r.test != nil {
 			r.test.positioned++
 		}
-		r.applyPrior(rec, tThis, missing)
+		r.bounds.applyPrior(rec, tThis, missing)
 	}
 	if err := rd.Err(); err != nil {
 		return false, err
@@ -207,47 +195,6 @@ func (r *Replay) scanStretch(ai int, ents []pcplog.IndexEntry, lo, hi int, tReq 
 	}
 	*minLater = least
 	return true, nil
-}
-
-// applyPrior is updateBounds for a record before tReq, restricted to the
-// instances whose search flag is set (missing lists them).
-func (r *Replay) applyPrior(rec *pcplog.Record, tThis float64, missing []*icp) {
-	if rec.Mark {
-		for _, c := range missing {
-			if tThis >= c.prior.T {
-				c.prior.T, c.prior.Kind, c.scPrior = tThis, semantics.BoundMark, false
-			}
-		}
-		return
-	}
-	for i := range rec.Sets {
-		set := &rec.Sets[i]
-		pm := r.pms[set.PMID]
-		if pm == nil || set.Err != nil {
-			if pm != nil && set.Err == pcplog.ErrEncoding {
-				r.corrupt = true // libpcp's update_bounds: PM_ERR_LOGREC
-			}
-			continue
-		}
-		if pm.encodingChanged(set) {
-			r.corrupt = true // update_bounds: "valfmt changed"
-			continue
-		}
-		for j := range set.Values {
-			iv := &set.Values[j]
-			c := pm.byInst[iv.Inst]
-			if c == nil && len(pm.icps) == 1 && pm.icps[0].inst == semantics.InNull {
-				c = pm.icps[0]
-			}
-			if c == nil || !c.search || !c.inresult {
-				continue
-			}
-			if tThis >= c.prior.T {
-				c.prior.T, c.prior.Kind = tThis, semantics.BoundValue
-				setValue(&c.prior.V, iv.Value, &c.bPrior)
-			}
-		}
-	}
 }
 
 // scanFromStart positions by applying every record of the archive holding
@@ -270,18 +217,7 @@ func (r *Replay) restartFromStart(t time.Time, tReq float64) error {
 	r.spare = append(r.spare, r.win...)
 	r.win = r.win[:0]
 	r.winValues = 0
-	r.setHint = r.setHint[:0]
-	for _, pm := range r.pms {
-		if pm == nil {
-			continue
-		}
-		clear(pm.hint)
-		for _, c := range pm.icps {
-			c.prior.T, c.prior.Kind, c.scPrior, c.prior.V = -1, semantics.BoundUndefined, false, semantics.Value{}
-			c.next.T, c.next.Kind, c.scNext, c.next.V = -1, semantics.BoundUndefined, false, semantics.Value{}
-			c.search = false
-		}
-	}
+	r.bounds.forget()
 	if r.test != nil {
 		r.test.restarts++
 	}

@@ -83,9 +83,9 @@ type replayTest struct {
 	// none skipped as superseded); fullScan: the first fetch positions
 	// from the archive's start, never from an index entry
 	applyAll, fullScan bool
-	// value sets skipped as superseded, and of them by searchForward
-	// moving the position
-	superseded, searchSuperseded int
+	// value sets skipped as superseded by searchForward moving the
+	// position (of bounds.superseded)
+	searchSuperseded int
 	// switches between dense and sparse reading; records the positioning
 	// applied (or passed over: see front); positionings started over from
 	// the archive's start
@@ -230,21 +230,6 @@ func (r *Replay) Close() error {
 	return first
 }
 
-// pmsOf returns the state of each metric of pmids (nil: not in the
-// archives), from the last call's answer when asked for the same metrics
-// again with none added since.
-func (r *Replay) pmsOf(pmids []semantics.PMID, added bool) []*pmState {
-	if !added && slices.Equal(pmids, r.lastPMIDs) {
-		return r.lastPMs
-	}
-	r.lastPMIDs = append(r.lastPMIDs[:0], pmids...)
-	r.lastPMs = r.lastPMs[:0]
-	for _, p := range pmids {
-		r.lastPMs = append(r.lastPMs, r.pms[p])
-	}
-	return r.lastPMs
-}
-
 // reset forgets every bound and restarts reading (a fetch before the
 // previous one, or a fetch naming a metric not followed so far).
 func (r *Replay) reset() {
@@ -345,48 +330,12 @@ func hashWalkOrder(list []int32) []int32 {
 	return out
 }
 
-// followed is follows as of now, for the prefetching reader's goroutine
-// (the metrics followed change only with a reset, which starts a new feed).
-func (r *Replay) followed() func(semantics.PMID) bool {
-	set := make(map[semantics.PMID]bool, len(r.pms))
-	for p, pm := range r.pms {
-		if pm != nil {
-			set[p] = true
-		}
-	}
-	return func(p semantics.PMID) bool { return set[p] }
-}
-
 // pmsChanged follows a change of r.pms: the list of states is made anew
 // and every hint forgotten.
 func (r *Replay) pmsChanged() {
-	r.pmList = r.pmList[:0]
-	for _, pm := range r.pms {
-		if pm != nil {
-			r.pmList = append(r.pmList, pm)
-		}
-	}
-	r.setHint, r.supHint, r.winHint = r.setHint[:0], r.supHint[:0], r.winHint[:0]
+	r.bounds.changed()
+	r.supHint, r.winHint = r.supHint[:0], r.winHint[:0]
 }
-
-// pmAt returns the state of p, the metric at set position i of a record,
-// through hints: records list their metrics in the same order time after
-// time, so the metric at each position is remembered before asking the
-// map.
-func (r *Replay) pmAt(hints *[]setHint, i int, p semantics.PMID) *pmState {
-	if i >= len(*hints) {
-		*hints = append(*hints, make([]setHint, i+1-len(*hints))...)
-	}
-	h := &(*hints)[i]
-	if !h.ok || h.pmid != p {
-		*h = setHint{pmid: p, pm: r.pms[p], ok: true}
-	}
-	return h.pm
-}
-
-// follows reports whether the replay follows a metric (the readers skip
-// the value sets of the others undecoded).
-func (r *Replay) follows(p semantics.PMID) bool { return r.pms[p] != nil }
 
 // secs is libpcp's time measure: seconds from the archive start as a double
 // (__pmTimestampSub: seconds and nanoseconds subtracted separately, the sum
@@ -421,13 +370,7 @@ func (r *Replay) refreshEnd() error {
 func (r *Replay) grown() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, pm := range r.pms {
-		for _, c := range pm.icps {
-			if c.tLast >= 0 {
-				c.tLast, c.scNext = -1, false
-			}
-		}
-	}
+	r.bounds.grown()
 }
 
 // Fetch fills res with the values of pmids interpolated at t, following
@@ -540,28 +483,6 @@ func (r *Replay) ask(pmids []semantics.PMID, tReq float64) []*pmState {
 	return pms
 }
 
-// wanted lists in b.want the instances of pms in the result at tReq (their
-// search flags cleared), and counts them per metric.
-func (b *bounds) wanted(pms []*pmState, tReq float64) {
-	b.want = b.want[:0]
-	for _, pm := range pms {
-		if pm == nil {
-			continue
-		}
-		pm.numval, pm.typeErr = 0, false
-		for _, c := range pm.icps {
-			c.search = false
-			c.inresult = true
-			if c.caliper && (tReq < c.birth || tReq > c.death) {
-				c.inresult = false
-				continue
-			}
-			pm.numval++
-			b.want = append(b.want, c)
-		}
-	}
-}
-
 // lowerBounds is a fetch's second pass: the position is rolled forward to
 // tReq when a wanted instance lacks a lower bound.
 func (r *Replay) lowerBounds(tReq float64, seenMark *bool) error {
@@ -592,25 +513,6 @@ func (r *Replay) lowerBounds(tReq float64, seenMark *bool) error {
 	return nil
 }
 
-// scanned marks the instances wanted whose lower bound lacks (their search
-// flag set) as scanned back from tReq: everything before the read position
-// has been applied to the bounds already, so a backward search finds
-// nothing new, as libpcp's finds nothing once it reaches the start.
-func (b *bounds) scanned(tReq float64) {
-	for _, c := range b.want {
-		if !c.search {
-			continue
-		}
-		if c.prior.Kind != semantics.BoundUndefined && c.prior.T <= tReq {
-			c.scPrior = true
-		} else if c.tFirst < tReq {
-			c.tFirst = tReq
-			c.scPrior = true
-		}
-		c.search = false
-	}
-}
-
 // upperBounds is a fetch's third pass: the records after the position are
 // searched for the wanted instances that lack an upper bound.
 func (r *Replay) upperBounds(tReq float64, seenMark *bool) error {
@@ -618,24 +520,6 @@ func (r *Replay) upperBounds(tReq float64, seenMark *bool) error {
 		return r.searchForward(tReq, forw, seenMark)
 	}
 	return nil
-}
-
-// unbounded sets the search flag of the instances wanted at tReq that
-// lack an upper bound, and returns how many.
-func (b *bounds) unbounded(tReq float64) int {
-	forw := 0
-	for _, c := range b.want {
-		if c.tLast >= 0 && tReq > c.tLast {
-			continue
-		}
-		if (c.next.Kind == semantics.BoundUndefined && !c.scNext) ||
-			c.next.T < tReq ||
-			(c.prior.Kind == semantics.BoundMark && c.next.T == tReq) {
-			forw++
-			c.search = true
-		}
-	}
-	return forw
 }
 
 // failed returns a fetch's error; a first fetch's failure forgets its

@@ -519,7 +519,7 @@ func TestReplaySupersededSets(t *testing.T) {
 						defer rp.Close()
 						rp.test = &replayTest{applyAll: applyAll}
 						got := replayRowsFrom(t, rp, iv, off, roots)
-						skipped += rp.test.superseded
+						skipped += rp.superseded
 						searchSkipped += rp.test.searchSuperseded
 						return got
 					}

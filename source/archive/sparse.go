@@ -116,7 +116,7 @@ func (r *Replay) supplies(rec *pcplog.Record) bool {
 		if set.Err != nil {
 			continue
 		}
-		pm := r.pmAt(&r.supHint, i, set.PMID)
+		pm := r.bounds.pmAt(&r.supHint, i, set.PMID)
 		if pm == nil {
 			continue
 		}

@@ -3,7 +3,6 @@ package archive
 import (
 	"time"
 
-	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
@@ -12,104 +11,18 @@ import (
 // of every metric of a large host are copied into it only a few at a time.
 var windowValues = 1 << 18 // a variable for tests
 
-// pmState is the state of one metric followed: its instances' bounds.
-type pmState struct {
-	desc       semantics.Desc
-	icps       []*icp // candidate instances, in instance id order
-	order      []*icp // the same in the order of libpcp's results (hashWalkOrder)
-	byInst     map[int32]*icp
-	hint       []*icp // the instance at each position of the last record
-	lastNumval int
-	numval     int
-	typeErr    bool
-	// valfmt is the encoding of the first values of the metric a record
-	// read showed (-1: none yet); libpcp's update_bounds refuses a record
-	// whose values of the metric come in another one (PM_ERR_LOGREC). It
-	// outlives a reset, as libpcp's pmidcntl_t outlives pmSetMode.
-	valfmt int8
-}
-
-// encodingChanged reports whether set, a set of values of pm's metric read
-// from a record, holds them in another encoding than the metric's first
-// values did (and remembers the encoding of the first).
-func (pm *pmState) encodingChanged(set *source.ValueSet) bool {
-	if len(set.Values) == 0 {
-		return false
-	}
-	if pm.valfmt < 0 {
-		pm.valfmt = int8(set.ValFmt)
-		return false
-	}
-	return pm.valfmt != int8(set.ValFmt)
-}
-
-// bounds is the state of the bounds search (libpcp's pmidcntl_t and
-// instcntl_t of a context): each metric asked so far, its instances and
-// their bounds.
-type bounds struct {
-	// corrupt: a record read for this fetch holds a value set of a metric
-	// asked whose encoding contradicts its type (ErrEncoding) or its
-	// earlier values' encoding
-	corrupt bool
-
-	pms map[semantics.PMID]*pmState
-	// caliper's answers since the last reset, per instance domain
-	calipers map[semantics.InDom]map[int32][2]float64
-	// hashWalkOrder's answers since the last reset, per instance domain
-	orders map[semantics.InDom][]int32
-	want   []*icp
-	ending []*icp // searchForward's scratch
-	// the metrics of the last Fetch and their states (see pmsOf)
-	lastPMIDs []semantics.PMID
-	lastPMs   []*pmState
-	pmList    []*pmState // the states of pms that are not nil
-}
-
 // window is the records read ahead of the position, and where each
 // metric was in the last records seen.
 type window struct {
-	setHint []setHint // the metric at each set position of the last record
-	// the same for the records supplies and fillWin see (the reader's,
-	// before the window leaves out the metrics not followed)
+	// the metric at each set position of the last record supplies and
+	// fillWin saw (the reader's, before the window leaves out the metrics
+	// not followed)
 	supHint, winHint []setHint
 	view             winRec    // the reader's current record, seen in place
 	win              []*winRec // records read ahead of the position, oldest first
 	// values held in win
 	winValues int
 	spare     []*winRec
-}
-
-// setHint caches the metric at one value set position of the last record:
-// its PMID and state (nil when not replayed); ok once filled.
-type setHint struct {
-	pmid semantics.PMID
-	pm   *pmState
-	ok   bool
-}
-
-// icp is libpcp's instcntl_t: the interpolation bounds of one instance.
-// Times are seconds from the start, -1 when unset.
-type icp struct {
-	// what every fetch reads of every wanted instance first, in one cache
-	// line (its passes, supplies, answer), then the bounds: the update of
-	// a numeric prior touches nothing else
-	inst     int32
-	inresult bool
-	search   bool
-	scPrior  bool // SCANNED: no need to search back again
-	scNext   bool
-	gen      uint32 // supplies' mark
-	// time_caliper: with caliper set, the instance is in the result only
-	// from birth to death
-	caliper bool
-	tFirst  float64
-	tLast   float64
-	// the bounds, as semantics.Interpolate takes them
-	prior        semantics.Bound
-	next         semantics.Bound
-	birth, death float64
-	bPrior       []byte
-	bNext        []byte
 }
 
 type winRec struct {
@@ -163,7 +76,9 @@ func (r *Replay) roll(tReq float64, seenMark *bool) error {
 				r.test.positioned++
 			}
 		}
-		r.updateBounds(w, tReq, true, nil, seenMark, r.successor(w, direct, tReq))
+		if _, m := r.bounds.update(w, tReq, false, r.successor(w, direct, tReq)); m && seenMark != nil {
+			*seenMark = true
+		}
 		r.moved++
 		r.lastPos, r.lastPosMark = w.t, w.mark
 		if !direct {
@@ -194,20 +109,6 @@ func (r *Replay) successor(w *winRec, direct bool, tReq float64) []source.ValueS
 		}
 	}
 	return nil
-}
-
-// sameInstances reports whether two value sets list the same instances in
-// the same order.
-func sameInstances(a, b []source.InstValue) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Inst != b[i].Inst {
-			return false
-		}
-	}
-	return true
 }
 
 // searchForward reads forward from the position until every searching
@@ -256,7 +157,7 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 		// record of the window has been applied
 		if probe == nil && len(r.win) > 0 && i >= len(r.win) && (i >= r.opts.Window || r.winValues >= windowValues) {
 			prev = *r.win[len(r.win)-1]
-			probe = &feed{archives: r.archives, keep: r.probeKeep(tReq, prev.t)}
+			probe = &feed{archives: r.archives, keep: r.bounds.keepIf(func(c *icp) bool { return c.inresult && (c.search || c.next.T < tReq || c.next.T >= prev.t) })}
 			probe.seekPos(prev.ai, prev.vol, prev.off, prev.time)
 			restricted = true
 		}
@@ -308,13 +209,14 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 		if probe == nil && i == 0 {
 			next = r.successor(w, direct, tReq)
 		}
-		superseded := 0
-		if r.test != nil {
-			superseded = r.test.superseded
+		superseded := r.superseded
+		ended, m := r.bounds.update(w, tReq, true, next)
+		done += ended
+		if m && seenMark != nil {
+			*seenMark = true
 		}
-		r.updateBounds(w, tReq, true, &done, seenMark, next)
 		if r.test != nil && next != nil {
-			r.test.searchSuperseded += r.test.superseded - superseded
+			r.test.searchSuperseded += r.superseded - superseded
 		}
 		forget(w.t)
 		switch {
@@ -342,146 +244,6 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 		c.search = false
 	}
 	return nil
-}
-
-// probeKeep chooses the metrics a probe decodes: its records are all at or
-// after tFrom (> tReq; searchForward falls back to every metric if time
-// goes back in the file), where updateBounds changes an instance only when it
-// is searching, or its next bound is before tReq (unset included) or at or
-// after tFrom, or at a <mark> (a probe returns every mark). The other
-// instances keep their bounds whatever the probe reads, so the value sets
-// of metrics made only of them are skipped undecoded: a search for a few
-// rare or vanished instances reads the rest of the timeline at the cost of
-// skipping it.
-func (r *Replay) probeKeep(tReq, tFrom float64) func(semantics.PMID) bool {
-	keep := make(map[semantics.PMID]bool, len(r.pms))
-	for p, pm := range r.pms {
-		if pm == nil {
-			continue
-		}
-		for _, c := range pm.icps {
-			if c.inresult && (c.search || c.next.T < tReq || c.next.T >= tFrom) {
-				keep[p] = true
-				break
-			}
-		}
-	}
-	return func(p semantics.PMID) bool { return keep[p] }
-}
-
-// updateBounds is libpcp's update_bounds for one record (forw: rolling or
-// searching forwards, else the initial positioning).
-//
-// Moving the position (roll, or searchForward at the position), next holds
-// the sets of the record applied right after this one (see successor;
-// tThis < tReq, tThis <= tNext <= tReq, not a mark): a set
-// of this record whose metric and instances all come again in next is
-// skipped, as next leaves every such instance c as it would after both:
-//   - c.prior.T in (tThis, tReq]: this record changes nothing;
-//   - c.prior.T <= tThis: this record sets the lower bound, next overwrites
-//     it, and neither touches the upper one (c.prior.T < tReq);
-//   - c.prior.T > tReq: this record moves it to the upper bound if earlier
-//     than that one and sets tThis; next, from the state before, makes the
-//     same move and sets tNext; from the state after, it only sets tNext.
-//
-// In each case next's own upper-bound step (when tNext == tReq) then sees
-// the same state.
-func (r *Replay) updateBounds(w *winRec, tReq float64, forw bool, done *int, seenMark *bool, next []source.ValueSet) {
-	tThis := w.t
-	if w.mark {
-		for _, c := range r.want {
-			if tThis <= tReq && (tThis >= c.prior.T || c.prior.T > tReq) {
-				c.prior.T, c.prior.Kind, c.scPrior = tThis, semantics.BoundMark, false
-				if seenMark != nil {
-					*seenMark = true
-				}
-			}
-			if tThis >= tReq && (tThis <= c.next.T || c.next.T < 0 || c.next.T < tReq) {
-				c.next.T, c.next.Kind, c.scNext = tThis, semantics.BoundMark, false
-				if c.search && done != nil {
-					c.search = false
-					*done++
-					c.scNext = true
-				}
-			}
-		}
-		return
-	}
-	for i := range w.sets {
-		set := &w.sets[i]
-		pm := r.pmAt(&r.setHint, i, set.PMID)
-		if pm == nil || set.Err != nil {
-			if pm != nil && set.Err == pcplog.ErrEncoding {
-				r.corrupt = true // libpcp's update_bounds: PM_ERR_LOGREC
-			}
-			continue
-		}
-		if pm.encodingChanged(set) {
-			r.corrupt = true // update_bounds: "valfmt changed"
-			continue
-		}
-		if i < len(next) && next[i].PMID == set.PMID && next[i].Err == nil && sameInstances(next[i].Values, set.Values) {
-			if r.test != nil {
-				r.test.superseded++
-			}
-			continue
-		}
-		if len(pm.hint) < len(set.Values) {
-			pm.hint = append(pm.hint, make([]*icp, len(set.Values)-len(pm.hint))...)
-		}
-		for j := range set.Values {
-			iv := &set.Values[j]
-			// records list instances in the same order time after time:
-			// remember where each was, before asking the map
-			c := pm.hint[j]
-			if c == nil || c.inst != iv.Inst {
-				c = pm.byInst[iv.Inst]
-				pm.hint[j] = c
-			}
-			if c == nil {
-				if len(pm.icps) == 1 && pm.icps[0].inst == semantics.InNull {
-					c = pm.icps[0]
-				} else {
-					continue
-				}
-			}
-			if !c.inresult {
-				continue
-			}
-			if tThis <= tReq && (c.prior.T > tReq || tThis >= c.prior.T) {
-				if c.prior.T < c.next.T && c.prior.T >= tReq {
-					c.next.T, c.next.Kind, c.scNext = c.prior.T, c.prior.Kind, false
-					setValue(&c.next.V, c.prior.V, &c.bNext)
-				}
-				c.prior.T, c.prior.Kind = tThis, semantics.BoundValue
-				setValue(&c.prior.V, iv.Value, &c.bPrior)
-			}
-			if tThis >= tReq && (c.next.T < tReq || tThis <= c.next.T) {
-				if c.prior.T < c.next.T && c.next.T <= tReq {
-					c.prior.T, c.prior.Kind, c.scPrior = c.next.T, c.next.Kind, false
-					setValue(&c.prior.V, c.next.V, &c.bPrior)
-				}
-				c.next.T, c.next.Kind = tThis, semantics.BoundValue
-				setValue(&c.next.V, iv.Value, &c.bNext)
-				if forw && c.search && done != nil {
-					c.search = false
-					*done++
-					c.scNext = true
-				}
-			}
-		}
-	}
-}
-
-// setValue copies v into *dst, a byte payload into *buf (reused); a
-// numeric value leaves *buf alone (it is in another cache line).
-func setValue(dst *semantics.Value, v semantics.Value, buf *[]byte) {
-	if t := v.Type(); t.IsNumeric() {
-		dst.SetNumeric(t, v.Bits())
-		return
-	}
-	*buf = append((*buf)[:0], v.Bytes()...)
-	dst.SetBytes(v.Type(), *buf)
 }
 
 // readOne appends the next record of the timeline to the window.
@@ -518,7 +280,7 @@ func (r *Replay) fillWin(w *winRec, rec *pcplog.Record, ai int) {
 	w.vals = w.vals[:0]
 	w.buf = w.buf[:0]
 	for i, s := range rec.Sets {
-		if r.pmAt(&r.winHint, i, s.PMID) == nil {
+		if r.bounds.pmAt(&r.winHint, i, s.PMID) == nil {
 			continue
 		}
 		w.vals = append(w.vals, s.Values...)
