@@ -229,6 +229,34 @@ func (b *bounds) wanted(pms []*pmState, tReq float64) {
 	}
 }
 
+// lackingPrior sets the search flag of the instances wanted that have no
+// lower bound, and returns them.
+func (b *bounds) lackingPrior() []*icp {
+	var missing []*icp
+	for _, c := range b.want {
+		if c.prior.Kind == semantics.BoundUndefined {
+			c.search = true
+			missing = append(missing, c)
+		}
+	}
+	return missing
+}
+
+// stillLacking returns the instances of missing that still have no lower
+// bound (in missing's array), and ends the search of the others.
+func stillLacking(missing []*icp) []*icp {
+	k := 0
+	for _, c := range missing {
+		if c.prior.Kind == semantics.BoundUndefined {
+			missing[k] = c
+			k++
+		} else {
+			c.search = false
+		}
+	}
+	return missing[:k]
+}
+
 // scanned marks the instances wanted whose lower bound lacks (their search
 // flag set) as scanned back from tReq: everything before the read position
 // has been applied to the bounds already, so a backward search finds

@@ -4,7 +4,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
@@ -14,6 +13,24 @@ import (
 type positioning struct {
 	trackMin bool
 	rollMin  float64
+}
+
+// track starts tracking the earliest record applied.
+func (p *positioning) track() { p.trackMin, p.rollMin = true, math.Inf(1) }
+
+// untrack ends the tracking; rollMin stays.
+func (p *positioning) untrack() { p.trackMin = false }
+
+// applied counts n records applied (or passed over) while tracking, the
+// earliest at t.
+func (p *positioning) applied(t float64, n int, test *replayTest) {
+	if !p.trackMin {
+		return
+	}
+	p.rollMin = min(p.rollMin, t)
+	if test != nil {
+		test.positioned += n
+	}
 }
 
 // position is the first fetch's positioning at tReq: libpcp's
@@ -54,52 +71,52 @@ func (r *Replay) position(t time.Time, tReq float64) error {
 	if len(ents) == 0 {
 		return r.scanFromStart(t, tReq)
 	}
-	hi := len(ents) - 1
-	r.feed.seekEntry(ai, ents[hi])
+	r.feed.seekEntry(ai, ents[len(ents)-1])
+	if err := r.rollTracked(tReq); err != nil {
+		return err
+	}
+	ok, err := r.searchBack(ai, ents, tReq)
+	if err != nil || ok {
+		return err
+	}
+	return r.restartFromStart(t, tReq)
+}
+
+// rollTracked rolls from where the feed was sought to tReq, starting its
+// goroutine if it reads densely, tracking the earliest record applied.
+func (r *Replay) rollTracked(tReq float64) error {
 	if !r.feed.sparse {
 		r.feed.pf = startPrefetch(r.feed)
 	}
-	r.trackMin, r.rollMin = true, math.Inf(1)
-	err := r.roll(tReq, nil)
-	r.trackMin = false
-	if err != nil {
-		return err
-	}
-	var missing []*icp
-	for _, c := range r.want {
-		if c.prior.Kind == semantics.BoundUndefined {
-			c.search = true
-			missing = append(missing, c)
-		}
-	}
+	r.positioning.track()
+	defer r.positioning.untrack()
+	return r.roll(tReq, nil)
+}
+
+// searchBack searches for the instances wanted that the roll from the
+// last entry of ents (of archive ai) left without a lower bound, in the
+// stretches before it (see position); false when a stretch read
+// contradicts the premise (see scanStretch): the positioning must start
+// over from the archive's start.
+func (r *Replay) searchBack(ai int, ents []pcplog.IndexEntry, tReq float64) (bool, error) {
+	missing := r.bounds.lackingPrior()
 	defer func() {
 		for _, c := range missing {
 			c.search = false
 		}
 	}()
 	minLater := r.rollMin
+	hi := len(ents) - 1
 	for span := 1; len(missing) > 0 && hi >= 0; span *= 2 {
 		lo := r.usable(ai, ents, hi-span) // -1: the archive's start
 		ok, err := r.scanStretch(ai, ents, lo, hi, tReq, missing, &minLater)
-		if err != nil {
-			return err
+		if err != nil || !ok {
+			return ok, err
 		}
-		if !ok {
-			return r.restartFromStart(t, tReq)
-		}
-		k := 0
-		for _, c := range missing {
-			if c.prior.Kind == semantics.BoundUndefined {
-				missing[k] = c
-				k++
-			} else {
-				c.search = false
-			}
-		}
-		missing = missing[:k]
+		missing = stillLacking(missing)
 		hi = lo
 	}
-	return nil
+	return true, nil
 }
 
 // entriesBefore returns the index entries of archive ai before t that can
@@ -201,22 +218,13 @@ func (r *Replay) scanStretch(ai int, ents []pcplog.IndexEntry, lo, hi int, tReq 
 // t from its start up to tReq.
 func (r *Replay) scanFromStart(t time.Time, tReq float64) error {
 	r.feed.seek(t)
-	if !r.feed.sparse {
-		r.feed.pf = startPrefetch(r.feed)
-	}
-	r.trackMin, r.rollMin = true, math.Inf(1)
-	defer func() { r.trackMin = false }()
-	return r.roll(tReq, nil)
+	return r.rollTracked(tReq)
 }
 
 // restartFromStart forgets what a positioning from an index entry found
 // and positions from the archive's start.
 func (r *Replay) restartFromStart(t time.Time, tReq float64) error {
-	r.feed.close()
-	r.feed = &feed{archives: r.archives, keep: r.followed(), sparse: true}
-	r.spare = append(r.spare, r.win...)
-	r.win = r.win[:0]
-	r.winValues = 0
+	r.window.restart(&feed{archives: r.archives, keep: r.followed(), sparse: true})
 	r.bounds.forget()
 	if r.test != nil {
 		r.test.restarts++

@@ -49,8 +49,7 @@ var ErrBackwards = errors.New("replay: time went backwards")
 // <mark>) and their value sets not decoded (see Reader.skipRun); the
 // goroutine is then the one of tails instead.
 type Replay struct {
-	// secs and supplies as values, made once (see front)
-	secsFn     func(time.Time) float64
+	// pacing.supplies as a value, made once (see front)
 	suppliesFn func(*pcplog.Record) bool
 	mu         sync.Mutex
 	archives   []*pcplog.Archive
@@ -60,7 +59,6 @@ type Replay struct {
 	metrics []source.Metric
 	descs   map[semantics.PMID]semantics.Desc
 
-	feed    *feed
 	end     time.Time
 	haveEnd bool
 	lastReq float64
@@ -106,7 +104,8 @@ func NewReplay(archives []*pcplog.Archive, opts ReplayOptions) (*Replay, error) 
 	as := append([]*pcplog.Archive(nil), archives...)
 	sort.SliceStable(as, func(i, j int) bool { return as[i].Label().Start.Before(as[j].Label().Start) })
 	r := &Replay{archives: as, opts: opts, start: as[0].Label().Start}
-	r.secsFn, r.suppliesFn = r.secs, r.supplies
+	r.window.secs = r.secs
+	r.suppliesFn = func(rec *pcplog.Record) bool { return r.pacing.supplies(&r.bounds, rec) }
 	if len(as) == 1 {
 		// one name per entry already, in name order
 		r.metrics = slices.Clone(as[0].Metrics())
@@ -233,15 +232,9 @@ func (r *Replay) Close() error {
 // reset forgets every bound and restarts reading (a fetch before the
 // previous one, or a fetch naming a metric not followed so far).
 func (r *Replay) reset() {
-	if r.feed != nil {
-		r.feed.close()
-	}
-	r.feed = &feed{archives: r.archives, keep: r.follows}
+	r.window.restart(&feed{archives: r.archives, keep: r.follows})
 	r.calipers = map[semantics.InDom]map[int32][2]float64{} // the metadata may have grown
 	r.orders = map[semantics.InDom][]int32{}
-	r.spare = append(r.spare, r.win...)
-	r.win = r.win[:0]
-	r.winValues = 0
 	for p, old := range r.pms {
 		pm := r.newPM(p)
 		if pm != nil && old != nil {

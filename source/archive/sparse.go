@@ -1,8 +1,6 @@
 package archive
 
 import (
-	"math"
-
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
@@ -19,6 +17,8 @@ type pacing struct {
 	passedBefore, refusedBefore int
 	backoff, sparseWait         int
 	gen                         uint32 // supplies' mark
+	// the metric at each set position of the last record supplies saw
+	supHint []setHint
 	// the last record applied at the position (its time, a mark), and
 	// whether it held every instance in the result (see lastSupplied)
 	lastPos     float64
@@ -60,6 +60,21 @@ func (p *pacing) pace(f *feed) (switched bool) {
 	return false
 }
 
+// movedOver counts w, applied at the position, which moved past it.
+func (p *pacing) movedOver(w *winRec) {
+	p.moved++
+	p.lastPos, p.lastPosMark = w.t, w.mark
+}
+
+// passedOver counts a run sparse reading passed over at the position.
+func (p *pacing) passedOver(ran run) {
+	if ran.res == pcplog.RunRefused {
+		p.refused++
+	}
+	p.passed += ran.n
+	p.moved += ran.n
+}
+
 // switched counts a switch between dense and sparse reading (tests).
 func (r *Replay) switched() {
 	if r.test != nil {
@@ -95,28 +110,28 @@ const sparseRun = 4
 // supplies reports whether rec, the last record of a run of records at the
 // position that are values, at or before tReq (only rec may be at tReq) and
 // in time order, holds a value (no error) of every instance in the result
-// of every followed metric: the instances updateBounds changes. Applying
+// of every followed metric (of b): the instances bounds.update changes. Applying
 // rec alone then leaves every bound as applying the whole run does, as for
-// the superseded sets of a successor (see updateBounds), the argument
+// the superseded sets of a successor (see bounds.update), the argument
 // holding for any number of records between: each instance's lower bound
 // is rec's, set from the same state, and no record of the run touches an
 // upper bound (they are before tReq; at tReq, rec alone).
-func (r *Replay) supplies(rec *pcplog.Record) bool {
-	r.gen++
-	if r.gen == 0 { // wrapped: no instance may hold a stale mark
-		for _, pm := range r.pmList {
+func (p *pacing) supplies(b *bounds, rec *pcplog.Record) bool {
+	p.gen++
+	if p.gen == 0 { // wrapped: no instance may hold a stale mark
+		for _, pm := range b.pmList {
 			for _, c := range pm.icps {
 				c.gen = 0
 			}
 		}
-		r.gen = 1
+		p.gen = 1
 	}
 	for i := range rec.Sets {
 		set := &rec.Sets[i]
 		if set.Err != nil {
 			continue
 		}
-		pm := r.bounds.pmAt(&r.supHint, i, set.PMID)
+		pm := b.pmAt(&p.supHint, i, set.PMID)
 		if pm == nil {
 			continue
 		}
@@ -135,78 +150,16 @@ func (r *Replay) supplies(rec *pcplog.Record) bool {
 				c = pm.icps[0]
 			}
 			if c != nil {
-				c.gen = r.gen
+				c.gen = p.gen
 			}
 		}
 	}
-	for _, pm := range r.pmList {
+	for _, pm := range b.pmList {
 		for _, c := range pm.icps {
-			if c.inresult && c.gen != r.gen {
+			if c.inresult && c.gen != p.gen {
 				return false
 			}
 		}
 	}
 	return true
-}
-
-// front returns the record at the position. With an empty window it reads
-// the next record: one at or before tReq is returned as a view of the
-// reader's record (direct: valid until the next read, consumed by the
-// caller, never copied); a later one is copied into the window.
-func (r *Replay) front(tReq float64) (w *winRec, direct bool, err error) {
-	// A run of records at or before tReq whose last one holds every
-	// instance they could change is passed over, unread but for that one
-	// (sparse reading): it starts at the window's record when the window
-	// holds only that one, a value record before tReq.
-	if len(r.win) > 1 {
-		return r.win[0], false, nil
-	}
-	var lead *winRec
-	if len(r.win) == 1 {
-		lead = r.win[0]
-		if lead.mark || lead.t >= tReq || !r.feed.sparse {
-			return lead, false, nil
-		}
-	}
-	if !r.applyAll() {
-		after, minRun := math.Inf(-1), 2
-		if lead != nil {
-			after, minRun = lead.t, 1
-		}
-		n, tFirst, res, err := r.feed.skipRun(r.secsFn, tReq, after, minRun, r.suppliesFn)
-		if err != nil {
-			return nil, false, err
-		}
-		if res == pcplog.RunRefused {
-			r.refused++
-		}
-		if res == pcplog.RunAccepted && lead != nil {
-			n, tFirst = n+1, lead.t
-			r.window.pop()
-		}
-		r.passed += n
-		r.moved += n
-		if r.trackMin && n > 0 {
-			// the records passed over count as applied (their times never
-			// go back, from tFirst)
-			r.rollMin = min(r.rollMin, tFirst)
-			if r.test != nil {
-				r.test.positioned += n
-			}
-		}
-	}
-	if len(r.win) > 0 {
-		return r.win[0], false, nil
-	}
-	rec, ai, ok, err := r.feed.next()
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	t := r.secs(rec.Time)
-	if t <= tReq {
-		r.view = winRec{t: t, mark: rec.Mark, sets: rec.Sets, ai: ai, vol: rec.Vol, off: rec.Off, time: rec.Time}
-		return &r.view, true, nil
-	}
-	r.push(rec, ai)
-	return r.win[0], false, nil
 }
