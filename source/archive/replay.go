@@ -3,7 +3,6 @@ package archive
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -249,80 +248,6 @@ func (r *Replay) reset() {
 	r.passedBefore, r.refusedBefore = r.passed, r.refused
 }
 
-func (r *Replay) newPM(p semantics.PMID) *pmState {
-	d, ok := r.descs[p]
-	if !ok {
-		return nil
-	}
-	pm := &pmState{desc: d, lastNumval: -1, valfmt: -1}
-	insts := []int32{semantics.InNull}
-	var cal map[int32][2]float64 // birth, death (seconds from start)
-	if d.InDom != semantics.InDomNull {
-		insts = r.instanceIDs(d.InDom)
-		var ok bool
-		if cal, ok = r.calipers[d.InDom]; !ok {
-			cal = r.caliper(d.InDom)
-			r.calipers[d.InDom] = cal
-		}
-	}
-	// one block per metric: the bounds of a record's instances are updated
-	// together, record after record
-	store := make([]icp, len(insts))
-	pm.icps = make([]*icp, len(insts))
-	pm.byInst = make(map[int32]*icp, len(insts))
-	for i, inst := range insts {
-		c := &store[i]
-		*c = icp{inst: inst, prior: semantics.Bound{T: -1}, next: semantics.Bound{T: -1}, tFirst: -1, tLast: -1}
-		if b, ok := cal[inst]; ok {
-			c.caliper, c.birth, c.death = true, b[0], b[1]
-		}
-		pm.icps[i] = c
-		pm.byInst[inst] = c
-	}
-	pm.order = pm.icps
-	if d.InDom != semantics.InDomNull {
-		ids, ok := r.orders[d.InDom]
-		if !ok || len(ids) != len(insts) { // (the metadata grew since)
-			list := insts
-			if len(r.archives) == 1 {
-				list = r.archives[0].InDomArchiveOrder(d.InDom)
-			}
-			ids = hashWalkOrder(list)
-			r.orders[d.InDom] = ids
-		}
-		pm.order = make([]*icp, 0, len(ids))
-		for _, inst := range ids {
-			pm.order = append(pm.order, pm.byInst[inst])
-		}
-	}
-	return pm
-}
-
-// hashWalkOrder returns ids in the order libpcp's interpolated results list
-// them: the walk of its per-metric instance hash table (interp.c, hash.c),
-// preallocated with as many buckets as ids, each id added in list order at
-// the head of bucket id % len(ids), walked bucket 0 upward and each chain
-// from its head. (With as many buckets as ids, the table never grows.)
-func hashWalkOrder(list []int32) []int32 {
-	n := uint32(len(list))
-	// a counting sort by bucket, each bucket filled from its end: the
-	// chains' head-first order
-	end := make([]int32, n+1)
-	for _, id := range list {
-		end[uint32(id)%n+1]++
-	}
-	for k := uint32(1); k <= n; k++ {
-		end[k] += end[k-1]
-	}
-	out := make([]int32, n)
-	for _, id := range list {
-		k := uint32(id)%n + 1
-		end[k]--
-		out[end[k]] = id
-	}
-	return out
-}
-
 // pmsChanged follows a change of r.pms: the list of states is made anew
 // and every hint forgotten.
 func (r *Replay) pmsChanged() {
@@ -401,7 +326,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 	if !r.feed.sparse && r.moved >= sparseRun {
 		r.wouldPass = r.pacing.lastSupplied(r.pmList)
 	}
-	r.answer(pmids, pms, tReq, seenMark, res)
+	answer(res, pmids, pms, r.opts.Interp, tReq, seenMark)
 	res.Time = t
 	r.lastReq, r.fetched, r.served = tReq, true, t
 	return nil
@@ -523,156 +448,4 @@ func (r *Replay) failed(err error) error {
 		r.reset()
 	}
 	return err
-}
-
-// hashThreshold is libpcp's HASH_THRESHOLD: instance domains that ever hold
-// this many instances get birth and death times (time_caliper).
-const hashThreshold = 16
-
-// caliper gives each instance of a domain that ever holds hashThreshold
-// instances its birth and death times (libpcp's time_caliper), or nil.
-// Birth is the time of the first indom record holding an instance, death
-// the time of the record after the last one holding it (+Inf if that is
-// the last record). The records are taken in time order as changes to the
-// set of instances: a delta on the record before it by its changes alone,
-// so that the cost is that of the .meta records, not records x instances.
-func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
-	var snaps []pcplog.InDomRecord
-	for _, a := range r.archives {
-		snaps = a.AppendInDomRecords(snaps, indom)
-	}
-	sort.SliceStable(snaps, func(i, j int) bool { return r.secs(snaps[i].Time) < r.secs(snaps[j].Time) })
-	out := map[int32][2]float64{}
-	cur := map[int32]bool{}
-	add := func(id int32, t float64) {
-		cur[id] = true
-		c, ok := out[id]
-		if !ok {
-			c[0] = t
-		}
-		c[1] = math.Inf(1)
-		out[id] = c
-	}
-	remove := func(id int32, t float64) {
-		delete(cur, id)
-		c := out[id]
-		c[1] = t
-		out[id] = c
-	}
-	big := false
-	var prev pcplog.InDomRecord
-	for _, s := range snaps {
-		t := r.secs(s.Time)
-		delta := s.Changes(prev, func(id int32, gone bool) {
-			switch {
-			case gone && cur[id]:
-				remove(id, t)
-			case !gone && !cur[id]:
-				add(id, t)
-			}
-		})
-		if !delta {
-			next := map[int32]bool{}
-			for _, in := range s.Instances() {
-				next[in.ID] = true
-			}
-			for id := range cur {
-				if !next[id] {
-					remove(id, t)
-				}
-			}
-			for id := range next {
-				if !cur[id] {
-					add(id, t)
-				}
-			}
-		}
-		prev = s
-		if len(cur) >= hashThreshold {
-			big = true
-		}
-	}
-	if !big {
-		return nil
-	}
-	return out
-}
-
-// answer builds the result from the bounds: the availability check and the
-// value choice of __pmLogFetchInterp.
-func (r *Replay) answer(pmids []semantics.PMID, pms []*pmState, tReq float64, seenMark bool, res *source.Result) {
-	if cap(res.Sets) < len(pmids) {
-		sets := make([]source.ValueSet, len(pmids))
-		copy(sets, res.Sets)
-		res.Sets = sets
-	}
-	res.Sets = res.Sets[:len(pmids)]
-	for i, p := range pmids {
-		vs := &res.Sets[i]
-		vs.PMID, vs.Err = p, nil
-		vals := vs.Values[:0]
-		pm := pms[i]
-		if pm == nil {
-			vs.Err = semantics.ErrPMIDLog
-			vs.Values = vals
-			continue
-		}
-		d := pm.desc
-		numval := pm.numval
-		for _, c := range pm.order {
-			if !c.inresult {
-				continue
-			}
-			if d.Sem == semantics.SemDiscrete {
-				if c.prior.Kind != semantics.BoundValue || c.prior.T > tReq {
-					c.inresult = false
-					numval--
-					continue
-				}
-			} else {
-				if c.prior.Kind != semantics.BoundValue || c.prior.T > tReq || c.next.Kind != semantics.BoundValue || c.next.T < tReq {
-					c.inresult = false
-					numval--
-					continue
-				}
-				if d.Sem == semantics.SemCounter {
-					if !d.Type.IsNumeric() {
-						pm.typeErr = true
-						continue
-					}
-					if seenMark && pm.lastNumval > 0 {
-						c.inresult = false
-						numval--
-						continue
-					}
-				}
-			}
-			v, ok := interpolateAt(d, r.opts.Interp, &c.prior, &c.next, tReq)
-			if !ok {
-				continue
-			}
-			vals = append(vals, source.InstValue{Inst: c.inst, Value: v})
-		}
-		vs.Values = vals
-		if pm.typeErr {
-			vs.Err = semantics.ErrType
-			vs.Values = vals[:0]
-			pm.lastNumval = int(semantics.ErrType)
-			continue
-		}
-		pm.lastNumval = numval
-	}
-}
-
-// interpolateAt chooses the value of an instance that passed the
-// availability check. Strings and aggregates are the prior bound's value as
-// is, even when the next bound is at tReq (libpcp copies v_prior).
-func interpolateAt(d semantics.Desc, rule semantics.InterpRule, prior, next *semantics.Bound, tReq float64) (semantics.Value, bool) {
-	if !d.Type.IsNumeric() {
-		if prior.T >= 0 && prior.Kind == semantics.BoundValue {
-			return prior.V, true
-		}
-		return semantics.Value{}, false
-	}
-	return semantics.Interpolate(d.Type, d.Sem, rule, prior, next, tReq)
 }
