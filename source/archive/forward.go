@@ -3,7 +3,6 @@ package archive
 import (
 	"time"
 
-	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
@@ -67,15 +66,13 @@ func (r *Replay) searchForward(tReq float64, forw int, seenMark *bool) error {
 	for done < forw {
 		if pr.f == nil && r.window.full(i, r.opts.Window) {
 			last := *r.win[len(r.win)-1]
-			pr.start(r.archives, last, r.bounds.keepIf(func(c *icp) bool {
-				return c.inresult && (c.search || c.next.T < tReq || c.next.T >= last.t)
-			}))
+			pr.start(r.archives, last, &r.bounds, tReq)
 		}
 		var w *winRec
 		var err error
 		switch {
 		case pr.f != nil:
-			w, err = pr.next(r.secs, r.follows)
+			w, err = pr.next(r.window.secs)
 		case i == 0:
 			w, direct, err = r.front(tReq)
 		default:
@@ -164,6 +161,7 @@ func (e *endings) past(tThis float64) (ended int) {
 // away, not kept.
 type probe struct {
 	f    *feed
+	b    *bounds // the metrics followed
 	prev winRec // the last record read (the window's last at the start)
 	view winRec // the record next returned: a view of the feed's, not a copy
 	// restricted: f decodes only the metrics whose bounds records at or
@@ -171,17 +169,20 @@ type probe struct {
 	restricted bool
 }
 
-// start reads on after the record last of archives, decoding the metrics
-// keep chooses. keep holds those with an instance in the result that is
-// searching, or whose next bound is before tReq (unset included) or at or
-// after last.t, or at a <mark> (a probe returns every mark): the records
-// read are at or after last.t (> tReq; next goes back to every metric if
-// time goes back in the file), and bounds.update changes no other
-// instance. So the value sets of metrics made only of them are skipped
-// undecoded: a search for a few rare or vanished instances reads the rest
-// of the timeline at the cost of skipping it.
-func (p *probe) start(archives []*pcplog.Archive, last winRec, keep func(semantics.PMID) bool) {
-	p.prev = last
+// start reads on after the record last of archives, for a search at tReq
+// of b's instances. It decodes the metrics with an instance in the result
+// that is searching, or whose next bound is before tReq (unset included)
+// or at or after last.t, or at a <mark> (a probe returns every mark): the
+// records read are at or after last.t (> tReq; next goes back to every
+// metric if time goes back in the file), and bounds.update changes no
+// other instance. So the value sets of metrics made only of them are
+// skipped undecoded: a search for a few rare or vanished instances reads
+// the rest of the timeline at the cost of skipping it.
+func (p *probe) start(archives []*pcplog.Archive, last winRec, b *bounds, tReq float64) {
+	keep := b.keepIf(func(c *icp) bool {
+		return c.inresult && (c.search || c.next.T < tReq || c.next.T >= last.t)
+	})
+	p.prev, p.b = last, b
 	p.f = &feed{archives: archives, keep: keep}
 	p.f.seekPos(last.ai, last.vol, last.off, last.time)
 	p.restricted = true
@@ -189,9 +190,9 @@ func (p *probe) start(archives []*pcplog.Archive, last winRec, keep func(semanti
 
 // next returns the next record (nil at the end of the timeline), seconds
 // from the start by secs; when time goes back in the file, it reads on
-// from the record before with every metric followed (all), as start's
-// premise is gone.
-func (p *probe) next(secs func(time.Time) float64, all func(semantics.PMID) bool) (*winRec, error) {
+// from the record before with every metric followed, as start's premise
+// is gone.
+func (p *probe) next(secs func(time.Time) float64) (*winRec, error) {
 	for {
 		rec, ai, ok, err := p.f.next()
 		if err != nil || !ok {
@@ -200,7 +201,7 @@ func (p *probe) next(secs func(time.Time) float64, all func(semantics.PMID) bool
 		p.view = winRec{t: secs(rec.Time), mark: rec.Mark, sets: rec.Sets, ai: ai, vol: rec.Vol, off: rec.Off, time: rec.Time}
 		if p.restricted && p.view.t < p.prev.t {
 			p.f.close()
-			p.f = &feed{archives: p.f.archives, keep: all}
+			p.f = &feed{archives: p.f.archives, keep: p.b.follows}
 			p.f.seekPos(p.prev.ai, p.prev.vol, p.prev.off, p.prev.time)
 			p.restricted = false
 			continue

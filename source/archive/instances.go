@@ -106,7 +106,8 @@ func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
 		snaps = a.AppendInDomRecords(snaps, indom)
 	}
 	sort.SliceStable(snaps, func(i, j int) bool { return r.secs(snaps[i].Time) < r.secs(snaps[j].Time) })
-	l := lifetimes{out: map[int32][2]float64{}, cur: map[int32]bool{}}
+	out := map[int32][2]float64{}
+	l := lifetimes{out: out, cur: map[int32]bool{}} // (cur stays on the stack)
 	big := false
 	var prev pcplog.InDomRecord
 	for _, s := range snaps {
@@ -122,7 +123,7 @@ func (r *Replay) caliper(indom semantics.InDom) map[int32][2]float64 {
 	if !big {
 		return nil
 	}
-	return l.out
+	return out
 }
 
 // lifetimes is caliper's state: each instance's birth and death (out),
@@ -133,7 +134,7 @@ type lifetimes struct {
 }
 
 // change applies one change of an indom record at t: id gone, or there.
-func (l *lifetimes) change(id int32, gone bool, t float64) {
+func (l lifetimes) change(id int32, gone bool, t float64) {
 	switch {
 	case gone && l.cur[id]:
 		l.remove(id, t)
@@ -143,7 +144,7 @@ func (l *lifetimes) change(id int32, gone bool, t float64) {
 }
 
 // become applies an indom record at t listing every instance present.
-func (l *lifetimes) become(s pcplog.InDomRecord, t float64) {
+func (l lifetimes) become(s pcplog.InDomRecord, t float64) {
 	next := map[int32]bool{}
 	for _, in := range s.Instances() {
 		next[in.ID] = true
@@ -160,7 +161,7 @@ func (l *lifetimes) become(s pcplog.InDomRecord, t float64) {
 	}
 }
 
-func (l *lifetimes) add(id int32, t float64) {
+func (l lifetimes) add(id int32, t float64) {
 	l.cur[id] = true
 	c, ok := l.out[id]
 	if !ok {
@@ -170,7 +171,7 @@ func (l *lifetimes) add(id int32, t float64) {
 	l.out[id] = c
 }
 
-func (l *lifetimes) remove(id int32, t float64) {
+func (l lifetimes) remove(id int32, t float64) {
 	delete(l.cur, id)
 	c := l.out[id]
 	c[1] = t
