@@ -98,6 +98,40 @@ func (pm *pmState) encodingChanged(set *source.ValueSet) bool {
 	return pm.valfmt != int8(set.ValFmt)
 }
 
+// pmMaker makes the state of a metric from the archives' metadata
+// (Replay.newPM).
+type pmMaker interface {
+	newPM(semantics.PMID) *pmState
+}
+
+// add makes the states of the metrics of pmids not asked before (nil for
+// those not in the archives), and reports whether there were any.
+func (b *bounds) add(pmids []semantics.PMID, mk pmMaker) bool {
+	added := false
+	for _, p := range pmids {
+		if _, ok := b.pms[p]; !ok {
+			b.pms[p] = mk.newPM(p)
+			added = true
+		}
+	}
+	return added
+}
+
+// reset forgets every bound: each metric's state is made anew (the
+// metadata may have grown), keeping the encoding of its first values.
+func (b *bounds) reset(mk pmMaker) {
+	b.calipers = map[semantics.InDom]map[int32][2]float64{}
+	b.orders = map[semantics.InDom][]int32{}
+	for p, old := range b.pms {
+		pm := mk.newPM(p)
+		if pm != nil && old != nil {
+			pm.valfmt = old.valfmt
+		}
+		b.pms[p] = pm
+	}
+	b.lastPMIDs = b.lastPMIDs[:0] // their states are new
+}
+
 // pmsOf returns the state of each metric of pmids (nil: not in the
 // archives), from the last call's answer when asked for the same metrics
 // again with none added since.

@@ -162,8 +162,8 @@ func (e *endings) past(tThis float64) (ended int) {
 type probe struct {
 	f    *feed
 	b    *bounds // the metrics followed
-	prev winRec // the last record read (the window's last at the start)
-	view winRec // the record next returned: a view of the feed's, not a copy
+	prev winRec  // the last record read (the window's last at the start)
+	view winRec  // the record next returned: a view of the feed's, not a copy
 	// restricted: f decodes only the metrics whose bounds records at or
 	// after prev.t can change (see start)
 	restricted bool

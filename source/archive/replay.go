@@ -232,20 +232,10 @@ func (r *Replay) Close() error {
 // previous one, or a fetch naming a metric not followed so far).
 func (r *Replay) reset() {
 	r.window.restart(&feed{archives: r.archives, keep: r.follows})
-	r.calipers = map[semantics.InDom]map[int32][2]float64{} // the metadata may have grown
-	r.orders = map[semantics.InDom][]int32{}
-	for p, old := range r.pms {
-		pm := r.newPM(p)
-		if pm != nil && old != nil {
-			pm.valfmt = old.valfmt
-		}
-		r.pms[p] = pm
-	}
+	r.bounds.reset(r)
 	r.pmsChanged()
-	r.lastPMIDs = r.lastPMIDs[:0] // their states are new
+	r.pacing.reset()
 	r.fetched = false
-	r.moved, r.fetches, r.backoff, r.sparseWait = 0, 0, 0, 0
-	r.passedBefore, r.refusedBefore = r.passed, r.refused
 }
 
 // pmsChanged follows a change of r.pms: the list of states is made anew
@@ -323,9 +313,7 @@ func (r *Replay) Fetch(t time.Time, pmids []semantics.PMID, res *source.Result) 
 	if r.corrupt {
 		return r.corrupted(t)
 	}
-	if !r.feed.sparse && r.moved >= sparseRun {
-		r.wouldPass = r.pacing.lastSupplied(r.pmList)
-	}
+	r.pacing.observe(r.feed, r.pmList)
 	answer(res, pmids, pms, r.opts.Interp, tReq, seenMark)
 	res.Time = t
 	r.lastReq, r.fetched, r.served = tReq, true, t
@@ -383,13 +371,7 @@ func (r *Replay) inTimeline(t time.Time, tReq float64) error {
 // replay, as does a time before the previous fetch's), and which instances
 // are wanted (r.want).
 func (r *Replay) ask(pmids []semantics.PMID, tReq float64) []*pmState {
-	added := false
-	for _, p := range pmids {
-		if _, ok := r.pms[p]; !ok {
-			r.pms[p] = r.newPM(p)
-			added = true
-		}
-	}
+	added := r.bounds.add(pmids, r)
 	if added {
 		r.pmsChanged()
 	}

@@ -82,6 +82,21 @@ func (r *Replay) switched() {
 	}
 }
 
+// observe notes after a fetch that read densely (from f) whether sparse
+// reading would have passed over the records it moved the position over,
+// when they are enough to read sparsely (see pace).
+func (p *pacing) observe(f *feed, pms []*pmState) {
+	if !f.sparse && p.moved >= sparseRun {
+		p.wouldPass = p.lastSupplied(pms)
+	}
+}
+
+// reset forgets the pace: the next fetch is a first one.
+func (p *pacing) reset() {
+	p.moved, p.fetches, p.backoff, p.sparseWait = 0, 0, 0, 0
+	p.passedBefore, p.refusedBefore = p.passed, p.refused
+}
+
 // lastSupplied reports whether every instance in the result (of pms, the
 // bounds' states) has its lower
 // bound from the last record this fetch applied at the position: sparse
