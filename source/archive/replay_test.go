@@ -18,6 +18,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/readhooks"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
@@ -481,7 +482,7 @@ func TestReplaySupersededJumbled(t *testing.T) {
 // the records the reader hands over (strings included) must not change
 // under the replay.
 func TestReplaySmallReadBuffer(t *testing.T) {
-	defer pcplog.SetMinWindow(pcplog.SetMinWindow(256))
+	defer readhooks.SetMinWindow(readhooks.SetMinWindow(256))
 	for _, row := range interpManifest(t, "pmfetch_interp_nearest") {
 		args, out := row[0], row[1]
 		arch, iv, off, roots := interpArgs(t, args)

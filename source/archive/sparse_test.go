@@ -15,6 +15,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/archivetest"
+	"github.com/pcp-exporter/pcp-exporter/source/archive/internal/readhooks"
 	"github.com/pcp-exporter/pcp-exporter/source/archive/pcplog"
 )
 
@@ -37,10 +38,10 @@ func TestReplaySparse(t *testing.T) {
 	names, sets, clean := archivetest.Timelines(t, pcplog.Open)
 	g0 := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(7))
-	refused0, used0, missed0 := pcplog.ReadAheadCounts()
+	refused0, used0, missed0 := readhooks.Counts()
 	// what tails reads ahead is used whenever predicted right, however
 	// busy the processors are
-	defer pcplog.SetTailsWaitAll(pcplog.SetTailsWaitAll(true))
+	defer readhooks.SetTailsWaitAll(readhooks.SetTailsWaitAll(true))
 	var passed, switches, cases, sparseTimelines int
 	for ti, as := range sets {
 		var recTimes []time.Time
@@ -142,7 +143,7 @@ func TestReplaySparse(t *testing.T) {
 			sparseTimelines++
 		}
 	}
-	refused1, used1, missed1 := pcplog.ReadAheadCounts()
+	refused1, used1, missed1 := readhooks.Counts()
 	refused := refused1 - refused0
 	t.Logf("%d cases over %d timelines: %d records passed over (in %d timelines), %d runs refused, %d switches between dense and sparse reading",
 		cases, len(sets), passed, sparseTimelines, refused, switches)
