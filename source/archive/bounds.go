@@ -350,7 +350,7 @@ func (b *bounds) searched(tReq float64) {
 // and whether the record is a <mark> that set a lower bound.
 //
 // Moving the position (roll, or searchForward at the position), next holds
-// the sets of the record applied right after this one (see successor;
+// the sets of the record applied right after this one (see window.successor;
 // tThis < tReq, tThis <= tNext <= tReq, not a mark): a set
 // of this record whose metric and instances all come again in next is
 // skipped, as next leaves every such instance c as it would after both:

@@ -5,14 +5,19 @@
 // index, volumes, records) is package pcplog's; this package reads it
 // through pcplog's API only.
 //
-// A Replay's state is grouped by phase, each a type of its own: bounds
-// (each metric's prior and next values), window (the records read and not
-// yet applied), pacing (dense or sparse reading) and positioning (where to
-// start reading for a time). What acts on one phase's state alone is a
-// method of that phase; what moves the read position and updates the
-// bounds from the records (roll, searchForward, updateBounds, position)
-// crosses phases and is Replay's. Replay.Fetch is a short sequence of
-// these calls.
+// A Replay's state is held by its phases, each a type owning its state
+// and the methods that change it: bounds (each metric's instances and
+// their prior and next values, and how a record updates them: libpcp's
+// update_bounds), window (the feed and the records read ahead of the
+// position, and the record at the position), pacing (dense or sparse
+// reading, and whether a run may be passed over) and positioning (the
+// earliest record the first fetch's positioning applied). A phase is given
+// what it reads of another as an argument. Replay keeps the timeline (the
+// archives, their metrics and end) and the fetches' sequence: Fetch, and
+// the passes it calls (roll and searchForward, in forward.go; position,
+// with its backward search, in position.go), each a short sequence of
+// phase calls. The answer (answer.go) and a metric's instances, their
+// lifetimes and libpcp's order (instances.go) are read from the bounds.
 //
 // A Replay decodes every record it reads, ahead in one goroutine (see
 // prefetch), except when its fetches are several records apart: plain

@@ -24,7 +24,7 @@ type feed struct {
 	// runs to read before starting tails again (it was lagging)
 	tailsWait int
 	// sparse: no prefetching; plain volumes are read record by record, so
-	// that runs of records can be passed over (see Replay.front)
+	// that runs of records can be passed over (see window.front)
 	sparse bool
 	// the last record next returned: archive, volume (-1: a synthesized
 	// mark), offset and time
@@ -150,7 +150,7 @@ func (f *feed) goDense() bool {
 }
 
 // skipRun passes over the records of a run at the position that applying
-// the run's last record alone makes superseded (see Reader.skipRun),
+// the run's last record alone makes superseded (see pcplog.Reader.SkipRun),
 // returning how many; only a sparse feed does.
 func (f *feed) skipRun(secs func(time.Time) float64, tReq, after float64, minRun int, ok func(*pcplog.Record) bool) (int, float64, pcplog.RunResult, error) {
 	if !f.sparse || f.pf != nil || f.r == nil {

@@ -42,11 +42,12 @@ var ErrBackwards = errors.New("replay: time went backwards")
 //
 // While fetches are a few records apart or less, a goroutine reads and
 // decodes the records ahead (see prefetch), the replay's only one. Further
-// apart (sparseRun), plain volumes are read sparsely: a run of records before the fetch time whose last record
-// holds every instance in the result is passed over unread but for that
-// record, its records' framing checked (length, trailer, time order, no
-// <mark>) and their value sets not decoded (see Reader.skipRun); the
-// goroutine is then the one of tails instead.
+// apart (sparseRun), plain volumes are read sparsely: a run of records
+// before the fetch time whose last record holds every instance in the
+// result is passed over unread but for that record, its records' framing
+// checked (length, trailer, time order, no <mark>) and their value sets
+// not decoded (see pcplog.Reader.SkipRun); the goroutine is then the one
+// of pcplog.Tails instead.
 type Replay struct {
 	// pacing.supplies as a value, made once (see front)
 	suppliesFn func(*pcplog.Record) bool

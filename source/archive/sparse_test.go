@@ -20,7 +20,7 @@ import (
 )
 
 // TestReplaySparse: a replay whose fetches are several records apart reads
-// sparsely (see Replay.front and Reader.skipRun), passing over runs of
+// sparsely (see window.front and pcplog.Reader.SkipRun), passing over runs of
 // records, and answers exactly as applying every record does. Each
 // timeline is replayed at regular steps of 2.5 to 23 times its usual
 // record spacing from two offsets, and with steps changing between dense
