@@ -209,15 +209,19 @@ type rendering struct {
 	refs int           // the scrapes and the rendering itself; protected by renderer.mu
 }
 
-// Write appends compressed bytes to the body (the gzip stream's end).
+// Write appends compressed bytes to the body (the gzip stream's end; the
+// compressor writes a few hundred bytes at a time: the scrapes are woken
+// by grown, once a chunk is compressed).
 func (p *rendering) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	p.zbuf.Write(b)
 	p.body = p.zbuf.Bytes()
 	p.mu.Unlock()
-	p.grew.Broadcast()
 	return len(b), nil
 }
+
+// grown wakes the scrapes waiting for more of the body.
+func (p *rendering) grown() { p.grew.Broadcast() }
 
 // finish marks the body whole (set to body unless nil).
 func (p *rendering) finish(body []byte) {
@@ -289,7 +293,7 @@ func (rd *renderer) render(p *rendering, size int) {
 	gz.Reset(p)
 	c := pipeChunks.Get().(*[2][]byte)
 	defer pipeChunks.Put(c)
-	pipe, b := startGzPipe(gz, c)
+	pipe, b := startGzPipe(gz, c, p.grown)
 	self := appender{rd.c.AppendExposition(b, rd.format, gzPipeChunk, pipe.hand)}
 	rd.appendSelf(&self)
 	*c = pipe.close(self.b)
