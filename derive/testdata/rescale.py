@@ -74,6 +74,19 @@ def defs():
         for lt, rt in TYPE_PAIRS:
             for op in ("+", "-", "*", "/", "<", "==", ">"):
                 out.append("%s %s %s" % (const(lv, lt, lu), op, const(rv, rt, ru)))
+    # the ternary operator's operands must have the same units (no scaling)
+    for lu, lv, ru, rv in BINARY[:5]:
+        for lt, rt in TYPE_PAIRS[:1] + TYPE_PAIRS[5:6]:
+            for g in ("1", "0"):
+                out.append("mkconst(%s, type=u32) ? %s : %s" % (g, const(lv, lt, lu), const(rv, rt, ru)))
+                out.append("mkconst(%s, type=u32) ? %s : %s" % (g, const(lv, lt, lu), const(rv, rt, lu)))
+    # dimensionless and count, and rescale() of expressions
+    for typ in TYPES:
+        out.append('rescale(%s, "")' % const("1500", typ, "count x 10^3"))
+        out.append('rescale(%s, "count x 10^-3")' % const("1500", typ, ""))
+        out.append('rescale(%s + %s, "Mbyte")' % (const("3", typ, "Kbyte"), const("1000", typ, "byte")))
+        out.append('rescale(%s * %s, "Kbyte")' % (const("3", typ, "Kbyte/sec"), const("2", typ, "min")))
+        out.append('rescale(rescale(%s, "sec"), "millisec")' % const("1499", typ, "millisec"))
     return out
 
 
