@@ -32,15 +32,17 @@ var pipeChunks = sync.Pool{New: func() any {
 	return &c
 }}
 
-// startGzPipe starts compressing into gz with the chunks of c, and returns
-// the pipe and the chunk to render into first.
-func startGzPipe(gz *gzip.Writer, c *[2][]byte) (*gzPipe, []byte) {
+// startGzPipe starts compressing into gz with the chunks of c, calling
+// compressed after each chunk, and returns the pipe and the chunk to
+// render into first.
+func startGzPipe(gz *gzip.Writer, c *[2][]byte, compressed func()) (*gzPipe, []byte) {
 	p := &gzPipe{gz: gz, full: make(chan []byte, 1), free: make(chan []byte, 2), done: make(chan struct{})}
 	p.free <- c[1][:0]
 	go func() {
 		defer close(p.done)
 		for b := range p.full {
-			gz.Write(b) // into a bytes.Buffer: no error
+			gz.Write(b) // into memory: no error
+			compressed()
 			p.free <- b[:0]
 		}
 	}()

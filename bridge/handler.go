@@ -136,19 +136,40 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer rd.release(out)
 	if !rd.gzip {
+		if leader {
+			rd.render(out)
+		}
 		body, _ := out.next(-1)
 		hd.Set("Content-Length", strconv.Itoa(len(body)))
 		w.Write(body)
 		return
 	}
-	// streamed as it is compressed: the scraper decompresses meanwhile
+	if !leader {
+		send(w, out)
+		return
+	}
+	// the leader renders here (the handler's stack is grown already on a
+	// kept-alive connection) and sends in a goroutine of its own, so
+	// that a scraper that does not read holds up no rendering
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		send(w, out)
+	}()
+	rd.render(out)
+	<-sent
+}
+
+// send streams a gzip rendering to w as it is compressed: the scraper
+// decompresses meanwhile.
+func send(w http.ResponseWriter, p *rendering) {
 	rc := http.NewResponseController(w)
-	for sent := 0; ; {
-		b, done := out.next(sent)
+	for n := 0; ; {
+		b, done := p.next(n)
 		if _, err := w.Write(b); err != nil || done {
 			return
 		}
-		sent += len(b)
+		n += len(b)
 		rc.Flush()
 	}
 }
@@ -209,15 +230,19 @@ type rendering struct {
 	refs int           // the scrapes and the rendering itself; protected by renderer.mu
 }
 
-// Write appends compressed bytes to the body (the gzip stream's end).
+// Write appends compressed bytes to the body (the gzip stream's end; the
+// compressor writes a few hundred bytes at a time: the scrapes are woken
+// by grown, once a chunk is compressed).
 func (p *rendering) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	p.zbuf.Write(b)
 	p.body = p.zbuf.Bytes()
 	p.mu.Unlock()
-	p.grew.Broadcast()
 	return len(b), nil
 }
+
+// grown wakes the scrapes waiting for more of the body.
+func (p *rendering) grown() { p.grew.Broadcast() }
 
 // finish marks the body whole (set to body unless nil).
 func (p *rendering) finish(body []byte) {
@@ -241,42 +266,36 @@ func (p *rendering) next(sent int) ([]byte, bool) {
 	return p.body[max(sent, 0):], p.done
 }
 
-// get returns the rendering under way, or starts a new one (leader),
-// which takes a slot of inFlight (nil: no limit): nil when none is free.
-// A text rendering is whole when get returns, a gzip one is rendered
-// meanwhile.
+// get returns the rendering under way, or a new one (leader) for the
+// caller to render, which takes a slot of inFlight (nil: no limit): nil
+// when none is free.
 func (rd *renderer) get(inFlight chan struct{}) (p *rendering, leader bool) {
 	rd.mu.Lock()
+	defer rd.mu.Unlock()
 	if p := rd.pending; p != nil {
 		p.refs++
-		rd.mu.Unlock()
 		return p, false
 	}
 	if inFlight != nil {
 		select {
 		case inFlight <- struct{}{}:
 		default:
-			rd.mu.Unlock()
 			return nil, false
 		}
 	}
 	p = &rendering{refs: 2} // the scrape's, and the rendering's until it is done
 	p.grew.L = &p.mu
 	rd.pending = p
-	size := rd.size + rd.size/8
-	rd.mu.Unlock()
-	if rd.gzip {
-		go rd.render(p, size)
-	} else {
-		rd.render(p, size)
-	}
 	return p, true
 }
 
 // render renders p and drops its hold on it.
-func (rd *renderer) render(p *rendering, size int) {
+func (rd *renderer) render(p *rendering) {
 	defer rd.release(p)
 	if !rd.gzip {
+		rd.mu.Lock()
+		size := rd.size + rd.size/8
+		rd.mu.Unlock()
 		b := appender{rd.c.AppendExposition(rd.spare.get(size), rd.format, 0, nil)}
 		rd.appendSelf(&b)
 		rd.done(p, b.b)
@@ -289,7 +308,7 @@ func (rd *renderer) render(p *rendering, size int) {
 	gz.Reset(p)
 	c := pipeChunks.Get().(*[2][]byte)
 	defer pipeChunks.Put(c)
-	pipe, b := startGzPipe(gz, c)
+	pipe, b := startGzPipe(gz, c, p.grown)
 	self := appender{rd.c.AppendExposition(b, rd.format, gzPipeChunk, pipe.hand)}
 	rd.appendSelf(&self)
 	*c = pipe.close(self.b)
