@@ -823,9 +823,13 @@ func (r *Reader) sameLayout(rec []byte, np int) bool {
 // 8-26%); a block they refuse is given to Block, which tells why.
 func (r *Reader) decodeBlocks(dst []source.InstValue, d *pcpwire.Decoder, vs *pcpwire.ValueSet, bl *pcpwire.Blocks, typ semantics.Type) error {
 	rec, off, pmid := d.Buf(), r.out.rec.Off, vs.PMID
+	// copied once, so that the loop does not load them from vs and bl
+	// again at each value
+	pairs, shift, lo := vs.Pairs[:8*len(dst)], bl.Shift, bl.Lo
 	for j := range dst {
-		bo := int(be32(vs.Pairs[8*j+4:]))*4 + bl.Shift
-		if bo < bl.Lo || bo > len(rec)-4 {
+		w := pairs[8*j : 8*j+8]
+		bo := int(be32(w[4:]))*4 + shift
+		if bo < lo || bo > len(rec)-4 {
 			d.Block(vs, j, bl)
 			return r.wireErr(d.Err())
 		}
@@ -851,7 +855,7 @@ func (r *Reader) decodeBlocks(dst []source.InstValue, d *pcpwire.Decoder, vs *pc
 			}
 		}
 		v := &dst[j]
-		v.Inst = int32(be32(vs.Pairs[8*j:]))
+		v.Inst = int32(be32(w))
 		switch {
 		case (t == semantics.TypeU64 || t == semantics.Type64 || t == semantics.TypeDouble) && len(payload) >= 8:
 			v.Value.SetNumeric(t, binary.BigEndian.Uint64(payload))
