@@ -677,9 +677,10 @@ func (r *Reader) decode(rec []byte, off int64) error {
 		i := j
 		if fast {
 			// the head pcpwire read at this offset of the last record,
-			// which sameLayout proved this one repeats: only the value
-			// format and the pairs' bytes are new (no codec call per
-			// kept set: two calls, Seek and ValueSet, cost backfill ~10%)
+			// which sameLayout proved this one repeats (so the set ends
+			// where it ended): only the value format and the pairs are
+			// read, without pcpwire's Seek and ValueSet calls per kept
+			// set (they made decode 27% of backfill's CPU, not 24%)
 			i = int(r.keptAt[j])
 			o, h := int(r.layout[i]), r.layWant[i]
 			vs = pcpwire.ValueSet{PMID: semantics.PMID(h >> 32), NumVal: int32(h)}
