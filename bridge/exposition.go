@@ -117,7 +117,12 @@ func appendEscaped(b []byte, s string, quote bool) []byte {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for i < len(s) && s[i] != '\\' && s[i] != '\n' && s[i] != '"' {
+		i++
+	}
+	b = append(b, s[:i]...) // most text needs no escape
+	for ; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '\\':
 			b = append(b, `\\`...)

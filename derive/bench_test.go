@@ -51,11 +51,11 @@ func (s *staticSource) Fetch(t time.Time, pmids []semantics.PMID, res *source.Re
 	return nil
 }
 
-// BenchmarkFetch evaluates three derived metrics over 100 instances per
+// BenchmarkFetch evaluates four derived metrics over 100 instances per
 // fetch; a steady state fetch must not allocate.
 func BenchmarkFetch(b *testing.B) {
 	var defs []Definition
-	for i, e := range []string{"i.kb * 1024 + i.kb", "rate(c.ms)", "avg(i.kb) > 10 ? min(c.ms) : max(c.ms)"} {
+	for i, e := range []string{"i.kb * 1024 + i.kb", "rate(c.ms)", "avg(i.kb) > 10 ? min(c.ms) : max(c.ms)", `rescale(c.ms, "sec")`} {
 		d, err := Define("bench."+itoa(i), e)
 		if err != nil {
 			b.Fatal(err)
@@ -69,7 +69,7 @@ func BenchmarkFetch(b *testing.B) {
 	if len(w.Errors()) > 0 {
 		b.Fatal(w.Errors())
 	}
-	pmids := []semantics.PMID{GlobalPMID(0), GlobalPMID(1), GlobalPMID(2)}
+	pmids := []semantics.PMID{GlobalPMID(0), GlobalPMID(1), GlobalPMID(2), GlobalPMID(3)}
 	var res source.Result
 	t := time.Unix(1000, 0)
 	for i := 0; i < 3; i++ {
@@ -78,8 +78,8 @@ func BenchmarkFetch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if len(res.Sets[0].Values) != 100 || len(res.Sets[1].Values) != 100 || len(res.Sets[2].Values) != 1 {
-		b.Fatalf("unexpected result %d %d %d", len(res.Sets[0].Values), len(res.Sets[1].Values), len(res.Sets[2].Values))
+	if len(res.Sets[0].Values) != 100 || len(res.Sets[1].Values) != 100 || len(res.Sets[2].Values) != 1 || len(res.Sets[3].Values) != 100 {
+		b.Fatalf("unexpected result %d %d %d %d", len(res.Sets[0].Values), len(res.Sets[1].Values), len(res.Sets[2].Values), len(res.Sets[3].Values))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

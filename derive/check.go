@@ -33,6 +33,7 @@ type bnode struct {
 	pmid        semantics.PMID // operand PMID of an OpName, PMIDNull if undefined
 	mulScale    int32
 	divScale    int32
+	rescale     semantics.Scale // rescale(): pmConvScale's factors
 	saveLast    bool
 
 	// evaluation state
@@ -296,9 +297,12 @@ func mapDesc(b *bnode, fail func(*bnode, string) *SemanticError) *SemanticError 
 		if !isArithType(b.desc.Type) {
 			return fail(b, "Non-arithmetic operand for function")
 		}
-		if !sameDims(l.Units, r.Units) {
+		// libpcp converts 1 with pmConvScale to check the units
+		sc, err := semantics.ScaleOf(l.Units, r.Units)
+		if err != nil {
 			return fail(b, "Incompatible dimensions")
 		}
+		b.rescale = sc
 		b.desc.Units = r.Units
 		return nil
 	default:

@@ -319,26 +319,14 @@ func (b *bnode) eval(c *evalCtx) error {
 	case OpQuest:
 		return b.evalQuest()
 	case OpRescale:
+		// libpcp's pmConvScale in the operand's type (the node's type)
 		b.vals = b.vals[:0]
-		f := b.left.desc.Units.Factor() / b.right.desc.Units.Factor()
 		for _, v := range b.left.vals {
-			x := atomD(promoteTo(v.a, b.left.desc.Type, semantics.TypeDouble)) * f
-			var a uint64
-			switch b.desc.Type {
-			case semantics.Type32:
-				a = fromL(int32(x))
-			case semantics.TypeU32:
-				a = fromUL(uint32(x))
-			case semantics.Type64:
-				a = fromLL(int64(x))
-			case semantics.TypeU64:
-				a = uint64(x)
-			case semantics.TypeFloat:
-				a = fromF(float32(x))
-			default:
-				a = fromD(x)
+			x, err := b.rescale.Convert(valueOf(&v, b.desc.Type))
+			if err != nil {
+				continue
 			}
-			b.vals = append(b.vals, ival{inst: v.inst, a: a})
+			b.vals = append(b.vals, ival{inst: v.inst, a: atomOf(x, b.desc.Type)})
 		}
 		return nil
 	case OpInstant:

@@ -12,7 +12,7 @@ import (
 	"github.com/pcp-exporter/pcp-exporter/derive/internal/lalr"
 )
 
-var update = flag.Bool("update", false, "rewrite tables.go from the grammar (go generate ./derive)")
+var update = flag.Bool("update", false, "rewrite tables.go from the grammar (go generate ./derive) and testdata/rescale.tsv with libpcp")
 
 // TestTables builds the LALR(1) tables from the grammar and compares them
 // with tables.go; with -update (go generate ./derive) it rewrites the file.

@@ -109,24 +109,38 @@ func BaseUnit(u semantics.Units) Unit {
 		}
 		terms = append(terms, unitTerm{word, ucum, d})
 	}
+	dims := u
+	dims.ExtraUnit, dims.ExtraScale = 0, 0
+	base := semantics.Units{DimSpace: u.DimSpace, DimTime: u.DimTime, DimCount: u.DimCount, ScaleTime: semantics.TimeSec}
+	sc, err := semantics.ScaleOf(dims, base)
+	switch {
+	case u.ExtraUnit != 0 && dims.IsNone():
+		// extra units alone: their factor only
+	case err == nil:
+		// libpcp's factors (pmConvScale), exact in a float64 below 2^53
+		res.Mul *= float64(sc.Mult)
+		res.Div *= float64(sc.Div)
+	default:
+		// scales libpcp cannot convert (above Ebyte or hour): powers of
+		// 1024 for space, an unknown time scale left as it is
+		if u.DimSpace != 0 {
+			res.factor(spaceFactor(u.ScaleSpace), int(u.DimSpace))
+		}
+		if u.DimTime != 0 && int(u.ScaleTime) < len(timeFactors) {
+			res.factor(timeFactors[u.ScaleTime], int(u.DimTime))
+		}
+		if u.DimCount != 0 {
+			res.factor(math.Pow(10, float64(u.ScaleCount)), int(u.DimCount))
+		}
+	}
 	if u.DimSpace != 0 {
-		res.factor(spaceFactor(u.ScaleSpace), int(u.DimSpace))
 		terms = append(terms, unitTerm{"bytes", "By", int(u.DimSpace)})
 	}
 	if u.DimTime != 0 {
-		f := 1.0
-		if int(u.ScaleTime) < len(timeFactors) {
-			f = timeFactors[u.ScaleTime]
-		}
-		res.factor(f, int(u.DimTime))
 		terms = append(terms, unitTerm{"seconds", "s", int(u.DimTime)})
 	}
 	if u.DimCount != 0 {
-		res.factor(math.Pow(10, float64(u.ScaleCount)), int(u.DimCount))
 		terms = append(terms, unitTerm{"", "{count}", int(u.DimCount)})
-	} else if u.DimSpace == 0 && u.DimTime == 0 && u.ExtraUnit == 0 {
-		// no dimension is a count to pmConvScale: its scale applies
-		res.factor(math.Pow(10, float64(u.ScaleCount)), 1)
 	}
 	var num, den []string
 	var unum, uden []string

@@ -21,6 +21,8 @@ const (
 	ErrAgain    PMError = -12389 // PM_ERR_AGAIN
 	ErrNoAgent  PMError = -12386 // PM_ERR_NOAGENT
 	ErrAppVer   PMError = -12350 // PM_ERR_APPVERSION
+	ErrUnit     PMError = -12361 // PM_ERR_UNIT
+	ErrConv     PMError = -12362 // PM_ERR_CONV
 )
 
 // pmErrText is `pmerr -l` of PCP 6.0.3.

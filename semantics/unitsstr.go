@@ -1,9 +1,6 @@
 package semantics
 
-import (
-	"math"
-	"strconv"
-)
+import "strconv"
 
 var (
 	spaceWords = [...]string{"byte", "Kbyte", "Mbyte", "Gbyte", "Tbyte", "Pbyte", "Ebyte", "Zbyte", "Ybyte"}
@@ -132,32 +129,4 @@ func extraDim(x int8) int {
 		return 1
 	}
 	return 0
-}
-
-var timeFactor = [...]float64{1e-9, 1e-6, 1e-3, 1, 60, 3600}
-
-// Factor returns the number a value in units u is multiplied by to express it
-// in base units: bytes for space, seconds for time and single counts (10^0)
-// for count. For example Kbyte / sec gives 1024, millisec 0.001 and
-// count x 10^3 gives 1000. A dimension with dimension 0 contributes nothing,
-// as in pmConvScale; extra units (7.2+) are left unscaled. An unknown scale
-// gives NaN.
-func (u Units) Factor() float64 {
-	f := 1.0
-	if u.DimSpace != 0 {
-		if int(u.ScaleSpace) >= len(spaceWords) {
-			return math.NaN()
-		}
-		f *= math.Pow(1024, float64(int(u.ScaleSpace)*int(u.DimSpace)))
-	}
-	if u.DimTime != 0 {
-		if int(u.ScaleTime) >= len(timeFactor) {
-			return math.NaN()
-		}
-		f *= math.Pow(timeFactor[u.ScaleTime], float64(u.DimTime))
-	}
-	if u.DimCount != 0 {
-		f *= math.Pow(10, float64(int(u.ScaleCount)*int(u.DimCount)))
-	}
-	return f
 }

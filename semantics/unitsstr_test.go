@@ -1,9 +1,6 @@
 package semantics
 
-import (
-	"math"
-	"testing"
-)
+import "testing"
 
 // Expected strings: pcp-spec.md section 6 (checked there against libpcp
 // 6.0.3's pmUnitsStr) and the corpus's pminfo answers.
@@ -39,31 +36,5 @@ func TestUnitsString(t *testing.T) {
 		if got := c.u.StringPCP6(); got != p6 {
 			t.Errorf("%#08x: StringPCP6 %q, want %q", c.u.Word(), got, p6)
 		}
-	}
-}
-
-func TestUnitsFactor(t *testing.T) {
-	for _, c := range []struct {
-		u    Units
-		want float64
-	}{
-		{UnitsFromWord(0x1f013000), 1024},              // Kbyte / sec
-		{UnitsFromWord(0x01002000), 1e-3},              // millisec
-		{UnitsFromWord(0x00100300), 1e3},               // count x 10^3
-		{Units{DimTime: 1, ScaleTime: TimeHour}, 3600}, // hour
-		{Units{DimTime: 1, ScaleTime: TimeUSec}, 1e-6},
-		{Units{DimTime: 1, ScaleTime: TimeNSec}, 1e-9},
-		{Units{DimSpace: 1, ScaleSpace: SpaceTByte}, 1 << 40},
-		{Units{DimSpace: 1, DimTime: -1, ScaleSpace: SpaceMByte, ScaleTime: TimeHour}, 1048576.0 / 3600},
-		{Units{DimCount: 1, ScaleCount: -2}, 0.01},
-		{Units{DimTime: 2, ScaleTime: TimeSec}, 1},
-		{Units{}, 1},
-	} {
-		if got := c.u.Factor(); math.Abs(got-c.want) > 1e-12*math.Abs(c.want) {
-			t.Errorf("%q: Factor %v, want %v", c.u.String(), got, c.want)
-		}
-	}
-	if f := (Units{DimSpace: 1, ScaleSpace: 12}).Factor(); !math.IsNaN(f) {
-		t.Errorf("bad space scale: %v, want NaN", f)
 	}
 }
