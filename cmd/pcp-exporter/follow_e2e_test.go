@@ -38,9 +38,14 @@ import (
 // counter reset; and once pmlogger stops for good source_up turns 0 with
 // reason "stalled" within the documented time (before that, only in a gap
 // of the recording, named). Long (about 2.5 minutes): run with
-// PCPX_LONG_TESTS=1 (CI sets CI=true).
+// PCPX_LONG_TESTS=1 (CI sets CI=true), not under the race detector.
 func TestFollowPmlogger(t *testing.T) {
 	longtest.Skip(t, "2.5 minutes of pmlogger and Prometheus")
+	if raceEnabled {
+		// the follow path runs under the detector in the shorter follow
+		// tests (TestFollowRestartAndStall, TestFollowStartedBetweenTicks)
+		t.Skip("a 2.5-minute end-to-end run: not under the race detector")
+	}
 	t.Parallel() // waits on peers, not the CPU: beside the other end-to-end runs
 	bins := e2e.Require(t, "pmlogger", "pminfo", "prometheus")
 	py := "/usr/bin/python3"

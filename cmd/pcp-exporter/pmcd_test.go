@@ -21,7 +21,6 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
-	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -482,33 +481,17 @@ func TestServeDefaultPMCDAndMMV(t *testing.T) {
 	}
 }
 
-// TestServePMCDRestart restarts the real pmcd (/etc/init.d/pmcd restart)
-// under a running serve --pmcd: the source goes down, with its reason, and
-// comes back by itself (one log line per change: TestScrapeWithHungPMCD). It restarts a shared daemon, so
-// it runs only in CI or with PCPX_LONG_TESTS set, as root.
+// TestServePMCDRestart restarts a pmcd under a running serve --pmcd: the
+// source goes down, with its reason, and comes back by itself, with one
+// log line per change of state. The pmcd is a private one (pmcd, linux and
+// mmv as DSOs) restarted on its own socket and port.
 func TestServePMCDRestart(t *testing.T) {
-	longtest.Skip(t, "restarts the system pmcd")
-	e2e.LockPMCD(t, true) // no other package's test uses pmcd meanwhile
-	localPMCD(t, "local:")
-	if os.Geteuid() != 0 {
-		t.Skip("restarting pmcd needs root")
-	}
-	t.Cleanup(func() {
-		// pmcd is shared: make sure it answers again whatever happened
-		for i := 0; i < 30; i++ {
-			if p, err := pmcd.New("local:", pmcd.Options{Timeout: time.Second}); err == nil && p.Ping() == nil {
-				return
-			}
-			if i == 10 {
-				exec.Command("/etc/init.d/pmcd", "start").Run()
-			}
-			time.Sleep(time.Second)
-		}
-		t.Error("pmcd does not answer after the test")
-	})
+	t.Parallel()
+	p := e2e.StartPMCD(t, e2e.PMCDConfig{Agents: e2e.DSOAgents})
 	client := &http.Client{Timeout: 30 * time.Second}
 	addr := e2e.FreeAddr(t)
-	startExporter(t, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--pmcd=local:")
+	spec := "unix:" + p.Socket
+	out := startExporter(t, client, "http://"+addr, "serve", "--web.listen-address="+addr, "--pmcd="+spec)
 	scrape := func() string {
 		resp, err := client.Get("http://" + addr + "/metrics")
 		if err != nil {
@@ -518,15 +501,12 @@ func TestServePMCDRestart(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	const up = `pcp_exporter_source_up{reason="",source="pmcd unix:`
-	const down = `pcp_exporter_source_up{reason="down",source="pmcd unix:`
-	if !strings.Contains(scrape(), up) {
-		t.Fatal("source not up before the restart")
+	up := `pcp_exporter_source_up{reason="",source="pmcd ` + spec + `"} 1`
+	down := `pcp_exporter_source_up{reason="down",source="pmcd ` + spec + `"} 0`
+	if text := scrape(); !strings.Contains(text, up) || !strings.Contains(text, "\nkernel_all_load{") {
+		t.Fatalf("source not up before the restart:\n%s", text)
 	}
-	restart := exec.Command("/etc/init.d/pmcd", "restart")
-	if out, err := restart.CombinedOutput(); err != nil {
-		t.Fatalf("pmcd restart: %v\n%s", err, out)
-	}
+	p.Restart()
 	sawDown, back := false, false
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) && !back {
@@ -538,8 +518,13 @@ func TestServePMCDRestart(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	if !sawDown || !back {
-		t.Fatalf("after the restart: down seen %v, back %v", sawDown, back)
+		t.Fatalf("after the restart: down seen %v, back %v\n%s", sawDown, back, out)
 	}
+	log := out.String()
+	if n, m := strings.Count(log, "PCP source is down"), strings.Count(log, "PCP source is up"); n != 1 || m != 1 {
+		t.Errorf("%d lines of the source down and %d of it up again for one restart:\n%s", n, m, log)
+	}
+	t.Logf("exporter's log:\n%s", log)
 }
 
 func TestPMCDArgs(t *testing.T) {

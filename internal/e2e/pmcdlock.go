@@ -11,10 +11,13 @@ import (
 // The system pmcd is shared by the test binaries that `go test ./...` runs
 // in parallel: a test that restarts it (LockPMCD exclusive) would break
 // another package's test that records from it meanwhile or compares with
-// it (LockPMCD shared). The lock is a flock on one file in the temporary
-// directory, held until the test ends; tests of one binary run one at a
-// time, so a process holds it in one mode at once (a later exclusive
-// request in the same test converts it).
+// it (LockPMCD shared). No test restarts it today (the restart tests run
+// a private pmcd, StartPMCD), so every holder takes it shared; the
+// exclusive mode is kept for a test that must stop the system pmcd. The
+// lock is a flock on one file in the temporary directory, held until the
+// test ends; tests of one binary run one at a time, so a process holds it
+// in one mode at once (a later exclusive request in the same test
+// converts it).
 var pmcdLock struct {
 	file string // the lock file (a test of this package sets its own)
 	sync.Mutex

@@ -68,6 +68,7 @@ func TestPmdammvReadsWriter(t *testing.T) {
 	// it is reached through pminfo.
 	bins := e2e.Require(t, "pminfo", "pmstore")
 	pminfo, pmstore := bins[0], bins[1]
+	e2e.LockPMCD(t, false) // reads the system pmcd
 	dir := DefaultDir()
 	if err := exec.Command(pminfo, "-f", "mmv.control.files").Run(); err != nil {
 		if e2e.Mandatory() {

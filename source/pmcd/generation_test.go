@@ -11,14 +11,12 @@ import (
 	"time"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
-	"github.com/pcp-exporter/pcp-exporter/internal/longtest"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
 
-// pmcdProcess is the local pmcd's pid (its pid file) and its start as
-// the kernel has it: /proc/stat's btime plus /proc/PID/stat's starttime
-// (clock ticks); ps -o lstart must show the same second.
+// pmcdProcess is the local pmcd's pid (its pid file) and its start
+// (processStart).
 func pmcdProcess(t *testing.T) (int, time.Time) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(filepath.Dir(DefaultSocket()), "pmcd.pid"))
@@ -29,6 +27,14 @@ func pmcdProcess(t *testing.T) (int, time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pid, processStart(t, pid)
+}
+
+// processStart is when process pid started, as the kernel has it:
+// /proc/stat's btime plus /proc/PID/stat's starttime (clock ticks); ps -o
+// lstart must show the same second.
+func processStart(t *testing.T, pid int) time.Time {
+	t.Helper()
 	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +67,7 @@ func pmcdProcess(t *testing.T) (int, time.Time) {
 	if err != nil || !lstart.Equal(start.Truncate(time.Second)) {
 		t.Fatalf("pmcd %d started at %v (from /proc), ps -o lstart says %q (%v)", pid, start, out, err)
 	}
-	return pid, start
+	return start
 }
 
 // generations opens spec and returns the generation of a pmcd counter
@@ -69,7 +75,6 @@ func pmcdProcess(t *testing.T) (int, time.Time) {
 // pmie's counters served by pmcd (pmcd.pmie.*, PMID 2.5.4) and of an xfs one.
 func generations(t *testing.T, spec string) (pmcdGen, linux, pmie, xfs time.Time, s *Source) {
 	t.Helper()
-	e2e.LockPMCD(t, false)
 	s, err := Open(spec, Options{Selection: Selection{Include: []string{"pmcd.pdu_in.total", "kernel.all.cpu.user"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +102,7 @@ func TestGenerationsOfLocalPMCD(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("pmcd's start is read from the proc agent, which answers root (or pmcd's user) over the unix socket")
 	}
+	e2e.LockPMCD(t, false)
 	pg, lg, ie, xg, _ := generations(t, "local:")
 	if d := pg.Sub(start); d < -10*time.Millisecond || d > 10*time.Millisecond {
 		t.Errorf("pmcd's counters start at %v, pmcd started at %v (from /proc)", pg, start)
@@ -132,40 +138,33 @@ func bootTime(t *testing.T) time.Time {
 
 // TestGenerationAfterPMCDRestart: a restarted pmcd (its counters start
 // again) is a new generation of pmcd's counters once the source has
-// reconnected by itself; the linux agent's stay the boot.
+// reconnected by itself; the linux agent's stay the boot. The pmcd is a
+// private one (pmcd and linux as DSOs, proc as its pipe agent, as
+// Debian's pmcd.conf has them) restarted on its own socket and port.
 func TestGenerationAfterPMCDRestart(t *testing.T) {
-	longtest.Skip(t, "restarts the system pmcd")
-	e2e.LockPMCD(t, true) // no other package's test uses pmcd meanwhile
-	e2e.Require(t, "pminfo", "ps")
+	t.Parallel()
+	e2e.Require(t, "ps")
 	if os.Geteuid() != 0 {
-		t.Skip("restarting pmcd needs root")
+		t.Skip("pmcd's start is read from the proc agent, which answers root over the unix socket")
 	}
-	t.Cleanup(func() {
-		// pmcd is shared: make sure it answers again whatever happened
-		for i := 0; i < 30; i++ {
-			if p, err := New("local:", Options{Timeout: time.Second}); err == nil && p.Ping() == nil {
-				return
-			}
-			if i == 10 {
-				exec.Command("/etc/init.d/pmcd", "start").Run()
-			}
-			time.Sleep(time.Second)
-		}
-		t.Error("pmcd does not answer after the test")
-	})
-	pid0, start0 := pmcdProcess(t)
-	pg0, lg0, _, _, s := generations(t, "local:")
+	p := e2e.StartPMCD(t, e2e.PMCDConfig{Agents: e2e.DSOAgents +
+		"proc\t3\tpipe\tbinary\t\t/var/lib/pcp/pmdas/proc/pmdaproc -d 3\n"})
+	pid0 := p.PID()
+	start0 := processStart(t, pid0)
+	pg0, lg0, _, _, s := generations(t, "unix:"+p.Socket)
 	if d := pg0.Sub(start0); d < -10*time.Millisecond || d > 10*time.Millisecond {
 		t.Fatalf("before: pmcd's counters start at %v, pmcd started at %v", pg0, start0)
+	}
+	if btime := bootTime(t); !lg0.Equal(btime) {
+		t.Fatalf("before: the linux agent's counters start at %v, the host booted at %v (btime)", lg0, btime)
 	}
 	var pmids []semantics.PMID // kernel.all.cpu.user, pmcd.pdu_in.total
 	for _, m := range s.Metrics() {
 		pmids = append(pmids, m.Desc.PMID)
 	}
-	if out, err := exec.Command("/etc/init.d/pmcd", "restart").CombinedOutput(); err != nil {
-		t.Fatalf("pmcd restart: %v\n%s", err, out)
-	}
-	pid1, start1 := pmcdProcess(t)
+	p.Restart()
+	pid1 := p.PID()
+	start1 := processStart(t, pid1)
 	if pid1 == pid0 {
 		t.Fatalf("pmcd's pid %d did not change", pid1)
 	}
