@@ -34,12 +34,9 @@ import (
 // one each; only a scrape that starts a rendering takes one of
 // MaxRequestsInFlight's slots (until its response is sent), those that
 // join one add no work. A gzip rendering (at gzip.BestSpeed: a scrape's
-// latency matters more than its bytes) compresses as it renders (see
-// gzPipe), so the uncompressed exposition is never held whole, and its
-// scrapes send it as it is compressed (chunked, as promhttp sends), so
-// that the scraper decompresses meanwhile; a slow scraper holds up no one.
-// Text responses carry their Content-Length. Buffers are reused from
-// scrape to scrape. (promhttp has
+// latency matters more than its bytes) compresses as it renders, so the
+// uncompressed exposition is never held whole. Responses carry their
+// Content-Length; buffers are reused from scrape to scrape. (promhttp has
 // no hook for an encoder of its own: its limit, negotiation, compression
 // and error counting are followed here, not called.)
 func (c *Collector) Handler(fast, full prometheus.Gatherer, opts promhttp.HandlerOpts) http.Handler {
@@ -135,46 +132,14 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer func() { <-h.inFlight }()
 	}
 	defer rd.release(out)
-	if !rd.gzip {
-		if leader {
-			rd.render(out)
-		}
-		body, _ := out.next(-1)
-		hd.Set("Content-Length", strconv.Itoa(len(body)))
-		w.Write(body)
-		return
-	}
-	if !leader {
-		send(w, out)
-		return
-	}
-	// the leader renders here (the handler's stack is grown already on a
-	// kept-alive connection) and sends in a goroutine of its own, so
-	// that a scraper that does not read holds up no rendering
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		send(w, out)
-	}()
-	rd.render(out)
-	<-sent
+	hd.Set("Content-Length", strconv.Itoa(len(out.body)))
+	w.Write(out.body)
 }
 
-// send streams a gzip rendering to w as it is compressed: the scraper
-// decompresses meanwhile.
-func send(w http.ResponseWriter, p *rendering) {
-	rc := http.NewResponseController(w)
-	for n := 0; ; {
-		b, done := p.next(n)
-		if _, err := w.Write(b); err != nil || done {
-			return
-		}
-		n += len(b)
-		rc.Flush()
-	}
-}
-
-// renderer coalesces the fast-path scrapes of one format and encoding.
+// renderer coalesces the fast-path scrapes of one format and encoding. A
+// gzip renderer compresses as it renders (at gzip.BestSpeed: a scrape's
+// latency matters more than its bytes), so that the uncompressed
+// exposition is never held whole.
 type renderer struct {
 	c      *Collector
 	fast   prometheus.Gatherer
@@ -219,110 +184,78 @@ func (s *spareBody) put(b []byte) {
 }
 
 // rendering is one exposition, shared by the scrapes that asked for it
-// while it was rendered. A gzip rendering grows as it is compressed, and
-// its scrapes send what there is while it grows.
+// while it was rendered.
 type rendering struct {
-	mu   sync.Mutex
-	grew sync.Cond // on mu: body grew, or done
-	body []byte
-	done bool
-	zbuf *bytes.Buffer // the body's buffer when gzipped
-	refs int           // the scrapes and the rendering itself; protected by renderer.mu
+	ready chan struct{}
+	body  []byte
+	zbuf  *bytes.Buffer // the body's buffer when gzipped
+	refs  int           // protected by renderer.mu
 }
 
-// Write appends compressed bytes to the body (the gzip stream's end; the
-// compressor writes a few hundred bytes at a time: the scrapes are woken
-// by grown, once a chunk is compressed).
-func (p *rendering) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	p.zbuf.Write(b)
-	p.body = p.zbuf.Bytes()
-	p.mu.Unlock()
-	return len(b), nil
-}
+// gzipChunk is how much uncompressed exposition a gzip rendering holds
+// before compressing it.
+const gzipChunk = 256 << 10
 
-// grown wakes the scrapes waiting for more of the body.
-func (p *rendering) grown() { p.grew.Broadcast() }
-
-// finish marks the body whole (set to body unless nil).
-func (p *rendering) finish(body []byte) {
-	p.mu.Lock()
-	if body != nil {
-		p.body = body
-	}
-	p.done = true
-	p.mu.Unlock()
-	p.grew.Broadcast()
-}
-
-// next waits until the body has more than sent bytes (with sent < 0,
-// until it is whole) and returns them, and whether the body is whole.
-func (p *rendering) next(sent int) ([]byte, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for !p.done && (sent < 0 || len(p.body) == sent) {
-		p.grew.Wait()
-	}
-	return p.body[max(sent, 0):], p.done
-}
-
-// get returns the rendering under way, or a new one (leader) for the
-// caller to render, which takes a slot of inFlight (nil: no limit): nil
-// when none is free.
+// get returns the rendering under way, or renders a new one (leader),
+// which takes a slot of inFlight (nil: no limit): nil when none is free.
 func (rd *renderer) get(inFlight chan struct{}) (p *rendering, leader bool) {
 	rd.mu.Lock()
-	defer rd.mu.Unlock()
 	if p := rd.pending; p != nil {
 		p.refs++
+		rd.mu.Unlock()
+		<-p.ready
 		return p, false
 	}
 	if inFlight != nil {
 		select {
 		case inFlight <- struct{}{}:
 		default:
+			rd.mu.Unlock()
 			return nil, false
 		}
 	}
-	p = &rendering{refs: 2} // the scrape's, and the rendering's until it is done
-	p.grew.L = &p.mu
+	p = &rendering{ready: make(chan struct{}), refs: 1}
 	rd.pending = p
-	return p, true
-}
-
-// render renders p and drops its hold on it.
-func (rd *renderer) render(p *rendering) {
-	defer rd.release(p)
-	if !rd.gzip {
-		rd.mu.Lock()
-		size := rd.size + rd.size/8
-		rd.mu.Unlock()
-		b := appender{rd.c.AppendExposition(rd.spare.get(size), rd.format, 0, nil)}
-		rd.appendSelf(&b)
-		rd.done(p, b.b)
-		return
-	}
-	p.zbuf = gzBufs.Get().(*bytes.Buffer)
-	p.zbuf.Reset()
-	gz := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(gz)
-	gz.Reset(p)
-	c := pipeChunks.Get().(*[2][]byte)
-	defer pipeChunks.Put(c)
-	pipe, b := startGzPipe(gz, c, p.grown)
-	self := appender{rd.c.AppendExposition(b, rd.format, gzPipeChunk, pipe.hand)}
-	rd.appendSelf(&self)
-	*c = pipe.close(self.b)
-	rd.done(p, nil)
-}
-
-// done ends p (its body set to body unless nil): scrapes arriving now
-// start a new rendering.
-func (rd *renderer) done(p *rendering, body []byte) {
-	rd.mu.Lock()
-	rd.pending = nil
-	rd.size = len(body)
+	size := rd.size + rd.size/8
 	rd.mu.Unlock()
-	p.finish(body)
+	defer func() {
+		rd.mu.Lock()
+		rd.pending = nil
+		rd.size = len(p.body)
+		rd.mu.Unlock()
+		close(p.ready)
+	}()
+
+	var out io.Writer
+	var gz *gzip.Writer
+	var zbuf *bytes.Buffer
+	var b []byte
+	if rd.gzip {
+		zbuf = gzBufs.Get().(*bytes.Buffer)
+		zbuf.Reset()
+		p.zbuf = zbuf
+		gz = gzipWriters.Get().(*gzip.Writer)
+		defer gzipWriters.Put(gz)
+		gz.Reset(zbuf)
+		out = gz
+		chunk := chunks.Get().(*[]byte)
+		defer chunks.Put(chunk)
+		b = rd.c.AppendExposition((*chunk)[:0], rd.format, gzipChunk, func(b []byte) []byte {
+			gz.Write(b)
+			return b[:0]
+		})
+		gz.Write(b)
+		*chunk = b[:0]
+	} else {
+		zbuf = bytes.NewBuffer(rd.c.AppendExposition(rd.spare.get(size), rd.format, 0, nil))
+		out = zbuf
+	}
+	rd.appendSelf(out)
+	if gz != nil {
+		gz.Close()
+	}
+	p.body = zbuf.Bytes()
+	return p, true
 }
 
 // appendSelf writes fast's families (the self-metrics) and, in
@@ -373,6 +306,7 @@ var (
 		gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 		return gz
 	}}
+	chunks = sync.Pool{New: func() any { b := make([]byte, 0, gzipChunk+gzipChunk/4); return &b }}
 	gzBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
 
