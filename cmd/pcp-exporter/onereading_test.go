@@ -281,8 +281,11 @@ func mappings(t *testing.T, pid int, dir string) int {
 // the push, and pushed each source as a resource of its own.
 func TestServePushOpensEachSourceOnce(t *testing.T) {
 	t.Parallel()
-	localPMCD(t, "127.0.0.1").Close() // skips without a pmcd on port 44321
-	proxy, accepted := countingProxy(t, "127.0.0.1:44321")
+	// a private pmcd: another test's MMV file in the system pmcd's
+	// directory makes pmcd flag a namespace change, and the metadata read
+	// again on a connection of its own would count here
+	p := e2e.StartPMCD(t, e2e.PMCDConfig{Agents: e2e.DSOAgents})
+	proxy, accepted := countingProxy(t, p.Addr)
 	mmvDir := t.TempDir()
 	w, err := mmvwrite.New(filepath.Join(mmvDir, "app"), mmvwrite.Config{
 		Metrics: []mmvwrite.MetricDef{{Name: "requests", Item: 1, Type: mmvwrite.TypeU64, Sem: semantics.SemCounter, Units: semantics.Units{DimCount: 1}}},
