@@ -53,7 +53,7 @@ var (
 // With -update-node-mixin-tests it writes mixin/node/tests.yaml from the
 // scrape (promtool's unit test of the rules on the profile's series).
 func TestNodeProfileAgainstNodeExporter(t *testing.T) {
-	longtest.Skip(t, "3.5 minutes of scrapes of node_exporter and serve --naming node")
+	longtest.Skip(t, "5 minutes of scrapes of node_exporter and serve --naming node")
 	if raceEnabled {
 		t.Skip("a multi-minute end-to-end test: not under the race detector")
 	}
