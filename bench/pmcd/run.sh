@@ -19,11 +19,16 @@
 # Each fetch starts PAUSE seconds after the one before (default 0.3), so
 # that pmcd (single-threaded) and its PMDAs are not still busy with the
 # previous client's requests, and each round starts one further along.
-# The HTTP rows ask as Prometheus 2.42 (Debian 12's) asks: its Accept header
-# (OpenMetrics negotiated), Accept-Encoding: gzip (curl decompresses, as
-# Prometheus does; "bytes" are the compressed bytes) and its scrape-timeout
-# header; ACCEPT="text/plain;version=0.0.4" ENCODING=identity asks for the
-# plain text format instead.
+# The HTTP rows scrape as Prometheus 2.42 (Debian 12's) does (scraper/):
+# over a connection kept alive from scrape to scrape, with its Accept header
+# (OpenMetrics negotiated), Accept-Encoding: gzip, decompressed by Go's
+# compress/gzip as the prometheus binary does ("bytes" are the compressed
+# bytes), and its scrape-timeout header. Two more rows scrape ours over TCP
+# otherwise: ours_tcp_curl with curl, a new connection (and curl's zlib) per
+# scrape, as this script measured before; ours_tcp_identity asking
+# Accept-Encoding: identity (what gzip costs both sides). ACCEPT=
+# "text/plain;version=0.0.4" asks for the plain text format instead;
+# ENCODING=identity for no compression in every row.
 # usage: bench/pmcd/run.sh   (env: RUNS, PAUSE, PYTHON (with python3-pcp,
 # default /usr/bin/python3); needs pcp with pmcd and pmproxy running)
 set -euo pipefail
@@ -37,17 +42,18 @@ PMPROXY=${PMPROXY:-1}
 # what Prometheus 2.42.0 sends (captured from its scrape of a listener)
 ACCEPT=${ACCEPT:-application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1}
 ENCODING=${ENCODING:-gzip}
-scrape=(curl -s --compressed -H "Accept: $ACCEPT" -H "Accept-Encoding: $ENCODING" -H "X-Prometheus-Scrape-Timeout-Seconds: 10" -A "Prometheus/2.42.0+ds")
+curl=(curl -s --compressed -H "Accept: $ACCEPT" -H "Accept-Encoding: $ENCODING" -H "X-Prometheus-Scrape-Timeout-Seconds: 10" -A "Prometheus/2.42.0+ds")
 work=$(mktemp -d)
 cleanup() {
 	[[ -n ${e1:-} ]] && kill "$e1" 2>/dev/null
 	[[ -n ${e2:-} ]] && kill "$e2" 2>/dev/null
 	[[ -n ${lp:-} ]] && kill "$lp" 2>/dev/null
+	[[ -n ${sc:-} ]] && kill "$sc" 2>/dev/null
 	wait 2>/dev/null || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
-(cd "$root" && CGO_ENABLED=0 go build -o "$work/pcp-exporter" ./cmd/pcp-exporter)
+(cd "$root" && CGO_ENABLED=0 go build -o "$work/pcp-exporter" ./cmd/pcp-exporter && go build -o "$work/scraper" ./bench/pmcd/scraper)
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # every top-level subtree pmcd serves but mmv (event.* are libpcp's own)
 subtrees=$(PCP_DERIVED_CONFIG='' pminfo | cut -d. -f1 | sort -u | grep -vx 'mmv\|event' | paste -sd,)
@@ -65,6 +71,16 @@ e2=$!
 # libpcp's client: one pmFetch per line written to it, its time read back
 coproc LIBPCP { exec "$PYTHON" "$here/libpcp_fetch.py"; }
 lp=$LIBPCP_PID
+# Prometheus's scrape: one per line written to it, its times read back
+coproc SCRAPER { exec "$work/scraper" -accept "$ACCEPT"; }
+sc=$SCRAPER_PID
+# scrape ENCODING URL BODYFILE [HEADERFILE]: "seconds bytes" of one scrape
+scrape() {
+	echo "$*" >&"${SCRAPER[1]}"
+	local t n
+	read -r -u "${SCRAPER[0]}" t _ n
+	echo "$t $n"
+}
 doms=() npmids=0
 declare -A agent dompmids
 while read -r -u "${LIBPCP[0]}" w d n c; do
@@ -86,9 +102,22 @@ pmcd=$(cat /run/pcp/pmcd.pid 2>/dev/null || pgrep -x pmcd | head -1)
 pmproxy=$(pgrep -x pmproxy | head -1)
 hz=$(getconf CLK_TCK)
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-labels=(pmproxy ours_tcp ours_unix libpcp_tcp libpcp_unix)
-urls=("http://127.0.0.1:44322/metrics?names=$subtrees" "http://127.0.0.1:$p1/metrics" "http://127.0.0.1:$p2/metrics" tcp unix)
-servers=("$pmproxy" "$e1" "$e2" "$lp" "$lp")
+labels=(pmproxy ours_tcp ours_unix libpcp_tcp libpcp_unix ours_tcp_curl ours_tcp_identity)
+urls=("http://127.0.0.1:44322/metrics?names=$subtrees" "http://127.0.0.1:$p1/metrics" "http://127.0.0.1:$p2/metrics" tcp unix "http://127.0.0.1:$p1/metrics" "http://127.0.0.1:$p1/metrics")
+servers=("$pmproxy" "$e1" "$e2" "$lp" "$lp" "$e1" "$e1")
+encodings=("$ENCODING" "$ENCODING" "$ENCODING" - - "$ENCODING" identity)
+rows=${#labels[@]}
+# one scrape of row i: "seconds bytes"; the body to $work/LABEL.txt
+# (headers to $work/LABEL.headers when a second argument is given)
+http() {
+	local i=$1 out=$work/${labels[$1]}.txt
+	if ((i == 5)); then
+		"${curl[@]}" ${2:+-D "$work/${labels[$i]}.headers"} -o "$out" -w '%{time_total} %{size_download}' "${urls[$i]}"
+	else
+		scrape "${encodings[$i]}" "${urls[$i]}" "$out" ${2:+"$work/${labels[$i]}.headers"}
+	fi
+}
+ishttp() { (($1 < 3 || $1 > 4)); }
 # one fetch by libpcp: its seconds
 libpcp() {
 	echo "$1" >&"${LIBPCP[1]}"
@@ -97,33 +126,33 @@ libpcp() {
 	echo "$t"
 }
 declare -A pmcdT serverT
-for i in 0 1 2 3 4; do
+for ((i = 0; i < rows; i++)); do
 	if ((i == 0 && PMPROXY == 0)); then
 		pmcdT[0]=0 serverT[0]=0
 		: > "$work/${labels[0]}.headers"
 		echo "0 0 0 -" > "$work/${labels[0]}.rows"
 		continue
 	fi
-	if ((i < 3)); then "${scrape[@]}" -D "$work/${labels[$i]}.headers" -o /dev/null "${urls[$i]}"; else libpcp "${urls[$i]}" > /dev/null; fi # warm: metadata read
+	if ishttp $i; then http $i headers > /dev/null; else libpcp "${urls[$i]}" > /dev/null; fi # warm: metadata read
 	pmcdT[$i]=0 serverT[$i]=0
 	: > "$work/${labels[$i]}.rows"
 done
 for r in $(seq 1 "$RUNS"); do
 	# each round starts with the next one, so that none always follows
 	# pmproxy (whose scrape leaves pmcd and the PMDAs busiest)
-	for k in 0 1 2 3 4; do
-		i=$(((k + r) % 5))
+	for ((k = 0; k < rows; k++)); do
+		i=$(((k + r) % rows))
 		((i == 0 && PMPROXY == 0)) && continue
 		sleep "$PAUSE"
 		a=$(ticks "$pmcd") s=$(ticks "${servers[$i]}")
-		if ((i < 3)); then
-			w=$("${scrape[@]}" -o "$work/${labels[$i]}.txt" -w '%{time_total} %{size_download}' "${urls[$i]}")
+		if ishttp $i; then
+			w=$(http $i)
 		else
 			w="$(libpcp "${urls[$i]}") 0"
 		fi
 		b=$(ticks "$pmcd") t=$(ticks "${servers[$i]}")
 		pmcdT[$i]=$((pmcdT[$i] + b - a)) serverT[$i]=$((serverT[$i] + t - s))
-		if ((i < 3)); then
+		if ishttp $i; then
 			f=$(awk '/^pcp_exporter_source_fetch_duration_seconds/ {print $NF}' "$work/${labels[$i]}.txt")
 			echo "$w $(grep -vc '^#' "$work/${labels[$i]}.txt") ${f:--}" >> "$work/${labels[$i]}.rows"
 		else
@@ -141,7 +170,7 @@ done
 med() { awk -v c="$2" '{print $c}' "$1" | sort -g | awk '{a[NR]=$1} END {print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
 cpu() { awk -v t="$1" -v n="$RUNS" -v hz="$hz" 'BEGIN{print 1000*t/hz/n}'; }
 printf '%-28s %10s %10s %10s %9s %14s %14s\n' "scrape (non-MMV metrics)" "latency s" "fetch s" "bytes" "samples" "pmcd CPU ms" "client CPU ms"
-for i in 0 1 2 3 4; do
+for ((i = 0; i < rows; i++)); do
 	r=$work/${labels[$i]}.rows
 	f=$(med "$r" 4)
 	[[ $i == 0 ]] && f=-
@@ -156,7 +185,7 @@ printf '%-28s %7s %10s %10s\n' "one pmFetch per PMDA" "pmids" "tcp s" "unix s"
 for d in "${doms[@]}"; do
 	printf '%-28s %7d %10.4f %10.4f\n' "${agent[$d]} ($d)" "${dompmids[$d]}" "$(med "$work/tcp-$d.rows" 1)" "$(med "$work/unix-$d.rows" 1)"
 done
-for i in 0 1 2; do
+for i in 0 1 2 5 6; do
 	echo "${labels[$i]} answered: $(grep -i '^content-\(type\|encoding\):' "$work/${labels[$i]}.headers" | tr -d '\r' | paste -sd' ')"
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.'"${3:-0}"'f", a/b}'; }
@@ -164,6 +193,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.'"${3:-0}"'f", a/b}'; }
 echo "latency ratio pmproxy/ours: $(ratio "$wall_0" "$wall_1")x (TCP, same series), $(ratio "$wall_0" "$wall_2")x (unix socket, every process too)"
 # shellcheck disable=SC2154
 echo "ours/libpcp floor: $(ratio "$wall_1" "$wall_3" 2) (TCP), $(ratio "$wall_2" "$wall_4" 2) (unix socket); pmproxy/libpcp: $(ratio "$wall_0" "$wall_3")x (TCP)"
+# shellcheck disable=SC2154
+echo "ours over TCP otherwise, /libpcp floor: $(ratio "$wall_5" "$wall_3" 2) (curl, a new connection per scrape), $(ratio "$wall_6" "$wall_3" 2) (no compression: gzip costs $(awk -v a="$wall_1" -v b="$wall_6" 'BEGIN{printf "%.1f", (a-b)*1000}') ms)"
 flags() { grep -o 'flags=0x[0-9a-f]*' "$1" | sort | uniq -c | awk '{printf " %s x%d", $2, $1}'; }
 echo "metadata read again after pmcd flagged a change (off the scrape path): $(grep -c 'metadata read again' "$work/e1.log" || true) (TCP;$(flags "$work/e1.log")), $(grep -c 'metadata read again' "$work/e2.log" || true) (unix socket;$(flags "$work/e2.log"))"
 echo "pmcd CPU per scrape, ours/pmproxy: $(awk -v a="${pmcdT[1]}" -v b="${pmcdT[0]}" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "-" }') (TCP), $(awk -v a="${pmcdT[2]}" -v b="${pmcdT[0]}" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "-" }') (unix socket)"
