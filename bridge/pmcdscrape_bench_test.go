@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pcp-exporter/pcp-exporter/internal/e2e"
+	"github.com/pcp-exporter/pcp-exporter/internal/processmetric"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/semantics"
 	"github.com/pcp-exporter/pcp-exporter/source"
@@ -50,7 +51,7 @@ func BenchmarkPMCDScrapePrometheus(b *testing.B) {
 	}
 	col := New(m, nil, Source{Name: "pmcd", Src: s})
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(col.Self(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(col.Self(), collectors.NewGoCollector(), processmetric.New())
 	srv := httptest.NewServer(col.Handler(reg, col.WithSamples(reg), promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}))
 	defer srv.Close()
 	scrape := func() int {

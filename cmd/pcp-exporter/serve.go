@@ -26,6 +26,7 @@ import (
 
 	"github.com/pcp-exporter/pcp-exporter/bridge"
 	"github.com/pcp-exporter/pcp-exporter/bridge/httpd"
+	"github.com/pcp-exporter/pcp-exporter/internal/processmetric"
 	"github.com/pcp-exporter/pcp-exporter/mapping"
 	"github.com/pcp-exporter/pcp-exporter/source"
 )
@@ -178,7 +179,7 @@ func runServe(f *serveFlags) error {
 	// client_golang renders (protobuf).
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("pcp_exporter"), col.Self(),
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), processmetric.New())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
