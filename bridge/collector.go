@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
-	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,8 +45,6 @@ type Collector struct {
 	sources []*sourceState
 	ready   chan struct{}
 	once    sync.Once
-	// pmproxyFloats rounds FLOAT and DOUBLE values as pmproxy prints them.
-	pmproxyFloats bool
 	// reads counts the fast path's reads.
 	reads uint64
 	block []byte // a label block being rendered (reused)
@@ -119,7 +116,7 @@ func New(mapper *mapping.Mapper, logger *slog.Logger, sources ...Source) *Collec
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Collector{mapper: mapper, logger: logger, now: time.Now, ready: make(chan struct{}), pmproxyFloats: mapper.Naming() == mapping.NamingPmproxy}
+	c := &Collector{mapper: mapper, logger: logger, now: time.Now, ready: make(chan struct{})}
 	for _, s := range sources {
 		s.Src = mapper.Wrap(s.Src) // the node naming's families
 		c.sources = append(c.sources, &sourceState{Source: s})
@@ -562,11 +559,7 @@ func (c *Collector) value(f *mapping.Family, v semantics.Value) float64 {
 	if f.Type == mapping.Info {
 		return 1
 	}
-	x := f.Float64(v)
-	if c.pmproxyFloats {
-		x = pmproxyFloat(v.Type(), x)
-	}
-	return x
+	return f.PrometheusValue(v)
 }
 
 // sendConst sends one value as a const metric.
@@ -622,28 +615,6 @@ func (s *sourceState) created(f *mapping.Family, t time.Time) time.Time {
 		return g
 	}
 	return time.Time{}
-}
-
-// pmproxyFloat rounds a value to what pmproxy prints (FLOAT %.8g, DOUBLE
-// %.16g), so that the exposition shows the same number.
-func pmproxyFloat(t semantics.Type, v float64) float64 {
-	prec := 0
-	switch t {
-	case semantics.TypeFloat:
-		prec = 8
-	case semantics.TypeDouble:
-		prec = 16
-	default:
-		return v
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return v
-	}
-	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', prec, 64), 64)
-	if err != nil {
-		return v
-	}
-	return r
 }
 
 // instance finds an instance of a domain, named as at the fetch's time

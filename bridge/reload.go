@@ -18,7 +18,6 @@ func (c *Collector) Reconfigure(mapper *mapping.Mapper, srcs []source.Source) er
 		return fmt.Errorf("reconfigure: %d sources for %d", len(srcs), len(c.sources))
 	}
 	c.mapper = mapper
-	c.pmproxyFloats = mapper.Naming() == mapping.NamingPmproxy
 	for i, s := range c.sources {
 		if srcs != nil {
 			s.Src = srcs[i]

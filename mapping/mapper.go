@@ -630,6 +630,33 @@ func (f *Family) Labels(inst *source.Instance) []LabelPair {
 // libpcp converts it (Unit.Convert).
 func (f *Family) Float64(v semantics.Value) float64 { return convert(v.Float64(), f.Scale) }
 
+// PrometheusValue returns a numeric value as the Prometheus outputs give
+// it (a scrape, and a backfill into TSDB blocks, remote write or
+// OpenMetrics): Float64, which under the pmproxy naming is rounded to the
+// number pmproxy prints (FLOAT %.8g, DOUBLE %.16g). The OpenTelemetry
+// outputs take OTelValue.
+func (f *Family) PrometheusValue(v semantics.Value) float64 {
+	x := f.Float64(v)
+	if f.naming != NamingPmproxy || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	prec := 0
+	switch v.Type() {
+	case semantics.TypeFloat:
+		prec = 8
+	case semantics.TypeDouble:
+		prec = 16
+	default:
+		return x
+	}
+	var buf [32]byte
+	r, err := strconv.ParseFloat(string(strconv.AppendFloat(buf[:0], x, 'g', prec, 64)), 64)
+	if err != nil {
+		return x
+	}
+	return r
+}
+
 // AppendValue appends the text form of a numeric value in the family's unit:
 // integers exactly when no scaling applies, other values as Go's shortest
 // float64 form (as client_golang writes them; the pmproxy naming prints FLOAT

@@ -457,7 +457,7 @@ func (r *run) value(f *mapping.Family, v semantics.Value) float64 {
 	case r.otel:
 		return f.OTelValue(v) // the live push's conversion
 	}
-	return f.Float64(v)
+	return f.PrometheusValue(v) // the scrape's
 }
 
 // sample writes value val of series s at t; gen is the generation of a
