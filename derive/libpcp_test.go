@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -30,6 +31,22 @@ func pythonWithPCP(t *testing.T) string {
 	}
 	t.Skip("no python3 that loads libpcp.so.3 (set CI=true to make this a failure)")
 	return ""
+}
+
+// writeGolden runs a testdata script with python3-pcp (in testdata, with
+// args) and writes what it prints to golden: -update's regeneration of a
+// table libpcp answers.
+func writeGolden(t *testing.T, golden, script string, args ...string) {
+	cmd := exec.Command(pythonWithPCP(t), append([]string{script}, args...)...)
+	cmd.Dir = "testdata"
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+	if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 var exprTokens = []string{

@@ -2,9 +2,7 @@ package derive
 
 import (
 	"bufio"
-	"bytes"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -24,17 +22,7 @@ import (
 func TestUnitScaling(t *testing.T) {
 	const golden = "testdata/rescale.tsv"
 	if *update {
-		py := pythonWithPCP(t)
-		cmd := exec.Command(py, "rescale.py", "../../testdata/pcp-corpus/archives/types/types")
-		cmd.Dir = "testdata"
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, os.Stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("rescale.py: %v", err)
-		}
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeGolden(t, golden, "rescale.py", "../../testdata/pcp-corpus/archives/types/types")
 	}
 	f, err := os.Open(golden)
 	if err != nil {

@@ -208,43 +208,33 @@ func parseUnitsStr(s string) (semantics.Units, float64, error) {
 	}
 	u.DimSpace, u.DimTime, u.DimCount = int8(a.dimSpace-b.dimSpace), int8(a.dimTime-b.dimTime), int8(a.dimCount-b.dimCount)
 	mult := b.mult / a.mult
-	// a dimension on one side keeps its scale; on both sides (or neither)
-	// the scale is the base one, the difference going to the multiplier
-	switch {
-	case a.dimSpace == 0 && b.dimSpace != 0:
-		u.ScaleSpace = uint8(b.scaleSpace)
-	case b.dimSpace == 0 && a.dimSpace != 0:
-		u.ScaleSpace = uint8(a.scaleSpace)
-	default:
-		mult *= math.Pow(math.Pow(1024, float64(a.scaleSpace)), -float64(a.dimSpace))
-		mult *= math.Pow(math.Pow(1024, float64(b.scaleSpace)), float64(b.dimSpace))
+	if (a.dimTime == 0) == (b.dimTime == 0) && max(a.scaleTime, b.scaleTime) > int(semantics.TimeHour) {
+		return semantics.Units{}, 1, errTimeScale
 	}
-	switch {
-	case a.dimCount == 0 && b.dimCount != 0:
-		u.ScaleCount = int8(b.scaleCount)
-	case b.dimCount == 0 && a.dimCount != 0:
-		u.ScaleCount = int8(a.scaleCount)
-	default:
-		mult *= math.Pow(math.Pow(10, float64(a.scaleCount)), -float64(a.dimCount))
-		mult *= math.Pow(math.Pow(10, float64(b.scaleCount)), float64(b.dimCount))
-	}
-	switch {
-	case a.dimTime == 0 && b.dimTime != 0:
-		u.ScaleTime = uint8(b.scaleTime)
-	case b.dimTime == 0 && a.dimTime != 0:
-		u.ScaleTime = uint8(a.scaleTime)
-	default:
-		if a.scaleTime > int(semantics.TimeHour) || b.scaleTime > int(semantics.TimeHour) {
-			return semantics.Units{}, 1, errTimeScale
-		}
-		secs := [...]float64{1e-9, 1e-6, 1e-3, 1, 60, 3600}
-		mult *= math.Pow(secs[a.scaleTime], -float64(a.dimTime))
-		mult *= math.Pow(secs[b.scaleTime], float64(b.dimTime))
-		if u.DimTime != 0 {
-			u.ScaleTime = semantics.TimeSec
-		}
-	}
+	u.ScaleSpace = uint8(quotientScale(a.dimSpace, a.scaleSpace, b.dimSpace, b.scaleSpace, 0, func(s int) float64 { return math.Pow(1024, float64(s)) }, &mult))
+	u.ScaleCount = int8(quotientScale(a.dimCount, a.scaleCount, b.dimCount, b.scaleCount, 0, func(s int) float64 { return math.Pow(10, float64(s)) }, &mult))
+	secs := [...]float64{1e-9, 1e-6, 1e-3, 1, 60, 3600}
+	u.ScaleTime = uint8(quotientScale(a.dimTime, a.scaleTime, b.dimTime, b.scaleTime, int(semantics.TimeSec), func(s int) float64 { return secs[s] }, &mult))
 	return u, mult, nil
+}
+
+// quotientScale is the scale of one dimension of a / b: the scale of the
+// side that has the dimension alone; on both sides (or neither) the base
+// scale, or none when they cancel, the two sides' scales going into the
+// multiplier (unit is one unit of a scale in the base's).
+func quotientScale(aDim, aScale, bDim, bScale, base int, unit func(int) float64, mult *float64) int {
+	switch {
+	case aDim == 0 && bDim != 0:
+		return bScale
+	case bDim == 0 && aDim != 0:
+		return aScale
+	}
+	*mult *= math.Pow(unit(aScale), -float64(aDim))
+	*mult *= math.Pow(unit(bScale), float64(bDim))
+	if aDim == bDim {
+		return 0
+	}
+	return base
 }
 
 // strtod parses the number s starts with as C's strtod does (decimal or

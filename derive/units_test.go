@@ -2,11 +2,9 @@ package derive
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,17 +24,7 @@ import (
 func TestParseUnitsMatchesLibpcp(t *testing.T) {
 	const golden = "testdata/units.tsv"
 	if *update {
-		py := pythonWithPCP(t)
-		cmd := exec.Command(py, "units.py")
-		cmd.Dir = "testdata"
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, os.Stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("units.py: %v", err)
-		}
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeGolden(t, golden, "units.py")
 	}
 	f, err := os.Open(golden)
 	if err != nil {

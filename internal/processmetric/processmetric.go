@@ -210,13 +210,7 @@ func parseUint(b []byte) (uint64, bool) {
 
 // ParseBootTime returns the btime of /proc/stat (seconds since the epoch).
 func ParseBootTime(b []byte) (uint64, bool) {
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+	for line := range bytes.Lines(b) {
 		if v, ok := bytes.CutPrefix(line, []byte("btime ")); ok {
 			return parseUint(bytes.TrimSpace(v))
 		}
@@ -230,14 +224,8 @@ func ParseBootTime(b []byte) (uint64, bool) {
 // without an IpExt pair, or with a value that is not a number.
 func ParseNetstat(b []byte) (in, out float64, ok bool) {
 	var names []byte
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		v, isIP := bytes.CutPrefix(line, []byte("IpExt:"))
+	for line := range bytes.Lines(b) {
+		v, isIP := bytes.CutPrefix(bytes.TrimSuffix(line, []byte("\n")), []byte("IpExt:"))
 		if !isIP {
 			continue
 		}
