@@ -640,21 +640,24 @@ func (f *Family) PrometheusValue(v semantics.Value) float64 {
 	if f.naming != NamingPmproxy || math.IsNaN(x) || math.IsInf(x, 0) {
 		return x
 	}
-	prec := 0
-	switch v.Type() {
-	case semantics.TypeFloat:
-		prec = 8
-	case semantics.TypeDouble:
-		prec = 16
-	default:
+	if t := v.Type(); t != semantics.TypeFloat && t != semantics.TypeDouble {
 		return x
 	}
 	var buf [32]byte
-	r, err := strconv.ParseFloat(string(strconv.AppendFloat(buf[:0], x, 'g', prec, 64)), 64)
+	r, err := strconv.ParseFloat(string(strconv.AppendFloat(buf[:0], x, 'g', pmproxyDigits(v.Type()), 64)), 64)
 	if err != nil {
 		return x
 	}
 	return r
+}
+
+// pmproxyDigits is how many significant digits pmproxy prints a value of
+// type t with: 8 for FLOAT, 16 for the others.
+func pmproxyDigits(t semantics.Type) int {
+	if t == semantics.TypeFloat {
+		return 8
+	}
+	return 16
 }
 
 // AppendValue appends the text form of a numeric value in the family's unit:
@@ -681,10 +684,7 @@ func (f *Family) AppendValue(b []byte, v semantics.Value) []byte {
 		return append(b, "-Inf"...)
 	}
 	if f.naming == NamingPmproxy {
-		if v.Type() == semantics.TypeFloat {
-			return strconv.AppendFloat(b, x, 'g', 8, 64)
-		}
-		return strconv.AppendFloat(b, x, 'g', 16, 64)
+		return strconv.AppendFloat(b, x, 'g', pmproxyDigits(v.Type()), 64)
 	}
 	return strconv.AppendFloat(b, x, 'g', -1, 64)
 }

@@ -7,9 +7,9 @@
 // process_network_transmit_bytes_total), read at a fraction of its cost:
 // at every scrape it reads /proc/self/stat, /proc/self/net/netstat and the
 // size of /proc/self/fd into a buffer it keeps, and takes the limits from
-// getrlimit; the start time, which never changes, is read once. (Its
-// procfs parsing took 1 ms a scrape on an idle exporter, most of its
-// self-metrics' time.) A file that cannot be read or parsed leaves its
+// getrlimit; the start time, which never changes, is read once. (client_golang's
+// procfs parsing took 1 ms a scrape on an idle exporter, most of the
+// exporter's self-metrics' time.) A file that cannot be read or parsed leaves its
 // metrics out, as client_golang's collector does by default.
 package processmetric
 
