@@ -115,8 +115,8 @@ type conn struct {
 	// limit bounds the instances and label sets decoded per PDU (0: none).
 	limit int
 	// fetchTimeout bounds a fetch made while reading the metadata
-	// (primeAgents) as a scrape's fetch is bounded (0: the metadata's
-	// deadline only)
+	// (primeAgents, readStarts) as a scrape's fetch is bounded (0: the
+	// metadata's deadline only; fetchDeadline)
 	fetchTimeout time.Duration
 	// dropped says a reply buffer too big to keep was dropped (release).
 	dropped bool

@@ -192,10 +192,26 @@ func (c *client) fetchRequest(pmids []semantics.PMID, buf []byte) (p pdu, code, 
 	}
 }
 
+// fetchDeadline is the deadline of a fetch made while reading the
+// metadata (deadline): bounded as a scrape's fetch is (Options.Timeout),
+// not by the metadata's minute. pmcd answers a fetch within its own agent
+// timeout (pmcd -t, 5 s by default) whatever its load; one that does not
+// within the fetch timeout fails the scrapes' fetches just as well, so
+// holding the metadata read (and the source down) for longer gains
+// nothing: the read fails now and is tried again after the backoff.
+func (c *client) fetchDeadline(deadline time.Time) time.Time {
+	if c.fetchTimeout > 0 {
+		if d := time.Now().Add(c.fetchTimeout); d.Before(deadline) {
+			return d
+		}
+	}
+	return deadline
+}
+
 // fetchOnce fetches a few pmids (whose INSITU values are of types) on c,
-// outside the steady fetch path.
+// outside the steady fetch path, within fetchDeadline(deadline).
 func (c *client) fetchOnce(deadline time.Time, pmids []semantics.PMID, types []semantics.Type) ([]source.ValueSet, time.Time, int32, error) {
-	c.c.SetDeadline(deadline)
+	c.c.SetDeadline(c.fetchDeadline(deadline))
 	p, code, flags, buf, err := c.fetchRequest(pmids, nil)
 	retain(buf, &c.dropped)
 	if err != nil {

@@ -145,7 +145,7 @@ func TestFetchFaults(t *testing.T) {
 			f := newFake(t)
 			// a reconnection made while the fault lasts reads the metadata
 			// with a fetch (profile.go) that the fault stalls: for the fetch
-			// timeout only (TestPrimeFetchHasTheFetchTimeout), so the next
+			// timeout only (TestMetadataFetchesHaveTheFetchTimeout), so the next
 			// attempt finds pmcd behaving again
 			s, err := New(f.addr(), Options{Timeout: testTimeout, MaxPDU: 16 << 20, Backoff: []time.Duration{time.Millisecond}})
 			if err != nil {
@@ -481,31 +481,44 @@ func TestConnectByStalledMetadata(t *testing.T) {
 	waitUp(t, s)
 }
 
-// TestPrimeFetchHasTheFetchTimeout: the fetch a metadata read makes before
-// asking for instance labels (profile.go) is bounded by the fetch timeout,
-// not by the metadata's: a pmcd that answers everything but fetches fails
-// the read in about Timeout, with the error a scrape's fetch gets, rather
-// than holding the source down for MetadataTimeout.
-func TestPrimeFetchHasTheFetchTimeout(t *testing.T) {
-	f := newFake(t, func(f *fakePMCD) {
-		f.insts = []string{"a", "b"} // instance labels, so a prime fetch
-		f.fetch = func(net.Conn, []uint32) bool { return true }
-	})
-	s, err := New(f.addr(), Options{Timeout: testTimeout, MetadataTimeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	start := time.Now()
-	err = s.Connect()
-	d := time.Since(start)
-	if err == nil || !strings.Contains(err.Error(), "no answer in time") {
-		t.Errorf("Connect: %v, want no answer in time", err)
-	}
-	if d > testTimeout+2*time.Second {
-		t.Errorf("the metadata read failed after %v: its fetch waited past the fetch timeout (%v)", d, testTimeout)
-	}
-	if n := f.requests()[pduHighresFetch]; n == 0 {
-		t.Error("no prime fetch made: nothing tested")
+// TestMetadataFetchesHaveTheFetchTimeout: the fetches a metadata read
+// makes, before asking for instance labels (profile.go) and for pmcd's
+// start (readStarts, the first fetch when there are no instances), are
+// bounded by the fetch timeout, not by the metadata's: a pmcd that answers
+// everything but fetches fails the read in about Timeout, with the error a
+// scrape's fetch gets, rather than holding the source down for
+// MetadataTimeout. (The starts' fetch had the metadata's minute: a
+// reconnection that reached it while pmcd did not answer stayed down.)
+func TestMetadataFetchesHaveTheFetchTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		insts []string
+	}{
+		{"prime fetch", []string{"a", "b"}}, // instance labels, so a prime fetch
+		{"starts fetch", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, func(f *fakePMCD) {
+				f.insts = tc.insts
+				f.fetch = func(net.Conn, []uint32) bool { return true }
+			})
+			s, err := New(f.addr(), Options{Timeout: testTimeout, MetadataTimeout: 20 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			start := time.Now()
+			err = s.Connect()
+			d := time.Since(start)
+			if err == nil || !strings.Contains(err.Error(), "no answer in time") {
+				t.Errorf("Connect: %v, want no answer in time", err)
+			}
+			if d > testTimeout+2*time.Second {
+				t.Errorf("the metadata read failed after %v: its fetch waited past the fetch timeout (%v)", d, testTimeout)
+			}
+			if n := f.requests()[pduHighresFetch]; n != 1 {
+				t.Errorf("%d fetches made, want 1", n)
+			}
+		})
 	}
 }

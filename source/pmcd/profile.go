@@ -55,18 +55,7 @@ func (c *client) primeAgents(deadline time.Time, descs []*semantics.Desc, indoms
 	if len(pmids) == 0 {
 		return 0, nil
 	}
-	// a fetch: bounded as a scrape's fetch is (Options.Timeout), not by
-	// the metadata's minute. pmcd answers a fetch within its own agent
-	// timeout (pmcd -t, 5 s by default) whatever its load; one that does
-	// not within the fetch timeout fails the scrapes' fetches just as well,
-	// so holding the metadata read (and the source down) for longer gains
-	// nothing: the read fails now and is tried again after the backoff
-	if c.fetchTimeout > 0 {
-		if d := time.Now().Add(c.fetchTimeout); d.Before(deadline) {
-			deadline = d
-		}
-	}
-	c.c.SetDeadline(deadline)
+	c.c.SetDeadline(c.fetchDeadline(deadline))
 	// per-metric errors are fine: pmcd hands the profile to the agent
 	// before asking it for values (a whole request refused, as for a
 	// client denied fetches, is refused before any label request too)
