@@ -5,9 +5,11 @@
 // process_virtual_memory_max_bytes, process_resident_memory_bytes,
 // process_start_time_seconds, process_network_receive_bytes_total,
 // process_network_transmit_bytes_total), read at a fraction of its cost:
-// at every scrape it reads /proc/self/stat, /proc/self/net/netstat and the
-// size of /proc/self/fd into a buffer it keeps, and takes the limits from
-// getrlimit; the start time, which never changes, is read once. (client_golang's
+// at every scrape it reads /proc/self/stat and /proc/self/net/netstat, each
+// from the start of a descriptor it keeps open (one pread, which procfs
+// answers afresh), into a buffer it keeps, the size of /proc/self/fd, and
+// the limits from getrlimit; the start time, which never changes, is read
+// once. (client_golang's
 // procfs parsing took 1 ms a scrape on an idle exporter, most of the
 // exporter's self-metrics' time.) A file that cannot be read or parsed leaves its
 // metrics out, as client_golang's collector does by default.
@@ -15,6 +17,7 @@ package processmetric
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -33,9 +36,40 @@ const userHZ = 100
 type Collector struct {
 	cpu, openFDs, maxFDs, vsize, maxVsize, rss, start, in, out *prometheus.Desc
 
-	mu      sync.Mutex
-	buf     []byte
-	started float64 // seconds since the epoch; 0 until read
+	mu            sync.Mutex
+	stat, netstat procFile
+	buf           []byte
+	started       float64 // seconds since the epoch; 0 until read
+}
+
+// procFile is a /proc file kept open from read to read.
+type procFile struct {
+	path string
+	f    *os.File // nil until opened, and after an error
+}
+
+// read reads the file whole into b (reused), from its start.
+func (p *procFile) read(b []byte) ([]byte, error) {
+	if p.f == nil {
+		f, err := os.Open(p.path)
+		if err != nil {
+			return b, err
+		}
+		p.f = f
+	}
+	for {
+		n, err := p.f.ReadAt(b[:cap(b)], 0)
+		if err == io.EOF {
+			return b[:n], nil
+		}
+		if err != nil {
+			p.f.Close()
+			p.f = nil
+			return b, err
+		}
+		// filled: read it again into a larger buffer
+		b = make([]byte, 0, 2*cap(b))
+	}
 }
 
 // New returns a Collector of this process's metrics.
@@ -51,6 +85,8 @@ func New() *Collector {
 		start:    d("process_start_time_seconds", "Start time of the process since unix epoch in seconds."),
 		in:       d("process_network_receive_bytes_total", "Number of bytes received by the process over the network."),
 		out:      d("process_network_transmit_bytes_total", "Number of bytes sent by the process over the network."),
+		stat:     procFile{path: "/proc/self/stat"},
+		netstat:  procFile{path: "/proc/self/net/netstat"},
 		buf:      make([]byte, 0, 8<<10),
 	}
 }
@@ -67,7 +103,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var err error
-	if c.buf, err = readFile(c.buf, "/proc/self/stat"); err == nil {
+	if c.buf, err = c.stat.read(c.buf); err == nil {
 		if st, ok := ParseStat(c.buf); ok {
 			ch <- prometheus.MustNewConstMetric(c.cpu, prometheus.CounterValue, float64(st.UTime+st.STime)/userHZ)
 			ch <- prometheus.MustNewConstMetric(c.vsize, prometheus.GaugeValue, float64(st.VSize))
@@ -88,7 +124,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.maxFDs, prometheus.GaugeValue, float64(fds.Cur))
 		ch <- prometheus.MustNewConstMetric(c.maxVsize, prometheus.GaugeValue, float64(as.Cur))
 	}
-	if c.buf, err = readFile(c.buf, "/proc/self/net/netstat"); err == nil {
+	if c.buf, err = c.netstat.read(c.buf); err == nil {
 		if in, out, ok := ParseNetstat(c.buf); ok {
 			ch <- prometheus.MustNewConstMetric(c.in, prometheus.CounterValue, in)
 			ch <- prometheus.MustNewConstMetric(c.out, prometheus.CounterValue, out)
@@ -99,7 +135,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // startTime is the process's start (boot time plus its start in ticks
 // since boot), or 0 when /proc/stat cannot be read.
 func startTime(st Stat) float64 {
-	b, err := readFile(nil, "/proc/stat")
+	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0
 	}
@@ -124,26 +160,6 @@ func openFDs() (int, error) {
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	return len(names), err
-}
-
-// readFile reads a /proc file whole into b (reused).
-func readFile(b []byte, path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return b, err
-	}
-	defer f.Close()
-	b = b[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil || n == 0 {
-			return b, nil
-		}
-	}
 }
 
 // Stat is what the collector takes from /proc/<pid>/stat (proc(5)).

@@ -2,10 +2,12 @@ package processmetric
 
 import (
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -142,6 +144,59 @@ func TestMatchesClientGolang(t *testing.T) {
 		if want[name] == nil {
 			t.Errorf("%s: not client_golang's", name)
 		}
+	}
+}
+
+// TestReadsAfresh: the files kept open from gather to gather give what
+// the process did in between (CPU spent, bytes sent over loopback), not
+// what the first read found.
+func TestReadsAfresh(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(New())
+	gather := func() map[string]float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]float64{}
+		for _, mf := range mfs {
+			mt := mf.GetMetric()[0]
+			m[mf.GetName()] = mt.GetCounter().GetValue() + mt.GetGauge().GetValue()
+		}
+		return m
+	}
+	before := gather()
+	// 0.2 s of CPU (the clock ticks in hundredths)
+	for start, x := time.Now(), 0; time.Since(start) < 200*time.Millisecond; x++ {
+		if x == -1 {
+			t.Log(x)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const sent = 1 << 20
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write(make([]byte, sent))
+	c.Close()
+	after := gather()
+	if d := after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]; d < 0.1 {
+		t.Errorf("process_cpu_seconds_total grew by %v over 0.2 s of CPU", d)
+	}
+	if d := after["process_network_transmit_bytes_total"] - before["process_network_transmit_bytes_total"]; d < sent {
+		t.Errorf("process_network_transmit_bytes_total grew by %v after %d bytes sent", d, sent)
 	}
 }
 
