@@ -37,6 +37,9 @@ root=$(cd "$here/../.." && pwd)
 RUNS=${RUNS:-21}
 PAUSE=${PAUSE:-0.3}
 PYTHON=${PYTHON:-/usr/bin/python3}
+# NAMING: the exporters' --naming (pmproxy: the series pmproxy serves, for
+# its row; default: what a default exporter serves)
+NAMING=${NAMING:-pmproxy}
 # PMPROXY=0 leaves pmproxy's row out (its scrape takes 1-30 s, at load)
 PMPROXY=${PMPROXY:-1}
 # what Prometheus 2.42.0 sends (captured from its scrape of a listener)
@@ -64,9 +67,9 @@ with=()
 for n in proc hotproc acct pmcd.client pmcd.pmlogger pmcd.pmie mem.slabinfo mem.zoneinfo mem.buddyinfo mem.numa kernel.percpu.interrupts instant-strings; do
 	with+=(--mapping.with="$n")
 done
-"$work/pcp-exporter" serve --pmcd=127.0.0.1 --pmcd.metrics=-mmv "${with[@]}" --naming=pmproxy --web.listen-address=127.0.0.1:"$p1" --log.level=info > "$work/e1.log" 2>&1 &
+"$work/pcp-exporter" serve --pmcd=127.0.0.1 --pmcd.metrics=-mmv "${with[@]}" --naming="$NAMING" --web.listen-address=127.0.0.1:"$p1" --log.level=info > "$work/e1.log" 2>&1 &
 e1=$!
-"$work/pcp-exporter" serve --pmcd=local: --pmcd.metrics=-mmv "${with[@]}" --naming=pmproxy --web.listen-address=127.0.0.1:"$p2" --log.level=info > "$work/e2.log" 2>&1 &
+"$work/pcp-exporter" serve --pmcd=local: --pmcd.metrics=-mmv "${with[@]}" --naming="$NAMING" --web.listen-address=127.0.0.1:"$p2" --log.level=info > "$work/e2.log" 2>&1 &
 e2=$!
 # libpcp's client: one pmFetch per line written to it, its time read back
 coproc LIBPCP { exec "$PYTHON" "$here/libpcp_fetch.py"; }
