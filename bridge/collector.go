@@ -1,10 +1,12 @@
 package bridge
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,7 +97,10 @@ type sourceState struct {
 	served   time.Time
 	logged   source.Status // the status last logged, to log once per change
 	duration float64
-	insts    map[semantics.InDom]map[int32]*source.Instance
+	// insts and instList hold the instances of one read, by domain
+	// (instList's index); the map and the list are kept for the next read
+	insts    map[semantics.InDom]int
+	instList []readInsts
 	// names names the instances of a source with history (an archive
 	// replay) across reads, asking it again only when a read's time
 	// leaves the span of its last answer; nil for other sources, whose
@@ -146,7 +151,7 @@ func (c *Collector) Release() {
 	defer c.mu.Unlock()
 	for _, s := range c.sources {
 		s.res = source.Result{}
-		s.insts = nil
+		s.insts, s.instList = nil, nil
 		source.ReleaseOf(s.Src)
 	}
 }
@@ -510,7 +515,8 @@ func (c *Collector) readSource(s *sourceState, now time.Time, sel *Selection, ot
 			}
 			s.served = s.res.Time
 		}
-		s.insts, s.at = nil, t
+		clear(s.insts)
+		s.instList, s.at = s.instList[:0], t
 		for i := range fams {
 			if i < len(s.res.Sets) && s.res.Sets[i].Err == nil && len(s.res.Sets[i].Values) > 0 && fams[i].Desc.InDom != semantics.InDomNull {
 				s.instance(fams[i].Desc.InDom, s.res.Sets[i].Values[0].Inst)
@@ -618,26 +624,52 @@ func (s *sourceState) created(f *mapping.Family, t time.Time) time.Time {
 }
 
 // instance finds an instance of a domain, named as at the fetch's time
-// (cached for one scrape).
+// (asked of the source once a read).
 func (s *sourceState) instance(indom semantics.InDom, id int32) *source.Instance {
 	if s.names != nil {
 		in, _ := s.names.Lookup(indom, id, s.at)
 		return in
 	}
-	if s.insts == nil {
-		s.insts = map[semantics.InDom]map[int32]*source.Instance{}
-	}
-	m, ok := s.insts[indom]
+	k, ok := s.insts[indom]
 	if !ok {
-		m = map[int32]*source.Instance{}
-		ins, _ := source.InstancesInForce(s.Src, indom, s.at)
-		for i := range ins {
-			m[ins[i].ID] = &ins[i]
+		if s.insts == nil {
+			s.insts = map[semantics.InDom]int{}
 		}
-		s.insts[indom] = m
+		ins, _ := source.InstancesInForce(s.Src, indom, s.at)
+		k = len(s.instList)
+		s.instList = append(s.instList, readInsts{ins: ins, sorted: slices.IsSortedFunc(ins, byID)})
+		s.insts[indom] = k
 	}
-	if in := m[id]; in != nil {
+	if in := s.instList[k].find(id); in != nil {
 		return in
 	}
 	return &source.Instance{ID: id, Name: fmt.Sprint(id)}
+}
+
+// readInsts are a domain's instances for one read, in id order as
+// source.Source's Instances promises (sorted says whether they are; if
+// not, they are searched one by one).
+type readInsts struct {
+	ins    []source.Instance
+	next   int // where find looks first: a value set lists its instances in order
+	sorted bool
+}
+
+func byID(a, b source.Instance) int { return cmp.Compare(a.ID, b.ID) }
+
+// find returns instance id, nil when the domain has none.
+func (r *readInsts) find(id int32) *source.Instance {
+	i := r.next
+	if i >= len(r.ins) || r.ins[i].ID != id {
+		if r.sorted {
+			var ok bool
+			if i, ok = slices.BinarySearchFunc(r.ins, id, func(in source.Instance, id int32) int { return cmp.Compare(in.ID, id) }); !ok {
+				return nil
+			}
+		} else if i = slices.IndexFunc(r.ins, func(in source.Instance) bool { return in.ID == id }); i < 0 {
+			return nil
+		}
+	}
+	r.next = i + 1
+	return &r.ins[i]
 }
