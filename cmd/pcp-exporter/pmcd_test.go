@@ -52,7 +52,11 @@ func pminfo(t *testing.T, args ...string) string {
 	cmd.Env = append(os.Environ(), "PCP_DERIVED_CONFIG=")
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("pminfo %v: %v", args, err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("pminfo with %d arguments: %v: %q", len(args), err, stderr)
 	}
 	return string(out)
 }
@@ -252,6 +256,9 @@ func TestFetchPMCDMatchesPminfo(t *testing.T) {
 	for _, m := range ms {
 		if m.Desc.PMID.Domain() == 3 { // per-process values: too many changing between runs
 			continue
+		}
+		if strings.HasPrefix(m.Name, "mmv.") {
+			continue // MMV files come and go (other tests write them): pminfo fails on a name gone
 		}
 		names = append(names, m.Name)
 		pmids = append(pmids, m.Desc.PMID)
