@@ -9,10 +9,10 @@
 // from the start of a descriptor it keeps open (one pread, which procfs
 // answers afresh), into a buffer it keeps, the size of /proc/self/fd, and
 // the limits from getrlimit; the start time, which never changes, is read
-// once. (client_golang's
-// procfs parsing took 1 ms a scrape on an idle exporter, most of the
-// exporter's self-metrics' time.) A file that cannot be read or parsed leaves its
-// metrics out, as client_golang's collector does by default.
+// once. (client_golang's procfs parsing took 1 ms a scrape on an idle
+// exporter, most of the exporter's self-metrics' time.) A file that cannot
+// be read or parsed leaves its metrics out, as client_golang's collector
+// does by default.
 package processmetric
 
 import (
