@@ -26,7 +26,13 @@
 # bytes), and its scrape-timeout header. Two more rows scrape ours over TCP
 # otherwise: ours_tcp_curl with curl, a new connection (and curl's zlib) per
 # scrape, as this script measured before; ours_tcp_identity asking
-# Accept-Encoding: identity (what gzip costs both sides). ACCEPT=
+# Accept-Encoding: identity (what gzip costs both sides). The floor rows
+# scrape bench/pmcd/fixed, a server that fetches and renders nothing and
+# answers with the exporter's own body (one ours_tcp scrape's, taken before
+# the rounds) under its headers: floor_gzip compresses it for each request
+# at BestSpeed as the exporter does, floor_pre sends it compressed once,
+# floor_hello sends three bytes. libpcp_tcp + floor_gzip is the least any
+# exporter of those bytes can take here. ACCEPT=
 # "text/plain;version=0.0.4" asks for the plain text format instead;
 # ENCODING=identity for no compression in every row.
 # usage: bench/pmcd/run.sh   (env: RUNS, PAUSE, PYTHON (with python3-pcp,
@@ -52,15 +58,16 @@ cleanup() {
 	[[ -n ${e2:-} ]] && kill "$e2" 2>/dev/null
 	[[ -n ${lp:-} ]] && kill "$lp" 2>/dev/null
 	[[ -n ${sc:-} ]] && kill "$sc" 2>/dev/null
+	[[ -n ${fx:-} ]] && kill "$fx" 2>/dev/null
 	wait 2>/dev/null || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
-(cd "$root" && CGO_ENABLED=0 go build -o "$work/pcp-exporter" ./cmd/pcp-exporter && go build -o "$work/scraper" ./bench/pmcd/scraper)
+(cd "$root" && CGO_ENABLED=0 go build -o "$work/pcp-exporter" ./cmd/pcp-exporter && go build -o "$work/scraper" ./bench/pmcd/scraper && go build -o "$work/fixed" ./bench/pmcd/fixed)
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # every top-level subtree pmcd serves but mmv (event.* are libpcp's own)
 subtrees=$(PCP_DERIVED_CONFIG='' pminfo | cut -d. -f1 | sort -u | grep -vx 'mmv\|event' | paste -sd,)
-p1=$(freeport) p2=$(freeport)
+p1=$(freeport) p2=$(freeport) p3=$(freeport)
 # every metric: what the lean default leaves out turned on (the PMIDs
 # libpcp_fetch.py fetches; checked below against the exporter's count)
 with=()
@@ -100,15 +107,24 @@ for p in "$p1" "$p2"; do
 		sleep 1
 	done
 done
+# the floor server answers with the body of one scrape of ours over TCP
+scrape "$ENCODING" "http://127.0.0.1:$p1/metrics" "$work/fixed.txt" > /dev/null
+"$work/fixed" 127.0.0.1:"$p3" "$work/fixed.txt" &
+fx=$!
+for _ in $(seq 50); do
+	curl -s "http://127.0.0.1:$p3/hello" > /dev/null && break
+	sleep 0.1
+done
 load0=$(cut -d" " -f1-3 /proc/loadavg)
 pmcd=$(cat /run/pcp/pmcd.pid 2>/dev/null || pgrep -x pmcd | head -1)
 pmproxy=$(pgrep -x pmproxy | head -1)
 hz=$(getconf CLK_TCK)
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-labels=(pmproxy ours_tcp ours_unix libpcp_tcp libpcp_unix ours_tcp_curl ours_tcp_identity)
-urls=("http://127.0.0.1:44322/metrics?names=$subtrees" "http://127.0.0.1:$p1/metrics" "http://127.0.0.1:$p2/metrics" tcp unix "http://127.0.0.1:$p1/metrics" "http://127.0.0.1:$p1/metrics")
-servers=("$pmproxy" "$e1" "$e2" "$lp" "$lp" "$e1" "$e1")
-encodings=("$ENCODING" "$ENCODING" "$ENCODING" - - "$ENCODING" identity)
+labels=(pmproxy ours_tcp ours_unix libpcp_tcp libpcp_unix ours_tcp_curl ours_tcp_identity floor_gzip floor_pre floor_hello)
+urls=("http://127.0.0.1:44322/metrics?names=$subtrees" "http://127.0.0.1:$p1/metrics" "http://127.0.0.1:$p2/metrics" tcp unix "http://127.0.0.1:$p1/metrics" "http://127.0.0.1:$p1/metrics"
+	"http://127.0.0.1:$p3/gzip" "http://127.0.0.1:$p3/pre" "http://127.0.0.1:$p3/hello")
+servers=("$pmproxy" "$e1" "$e2" "$lp" "$lp" "$e1" "$e1" "$fx" "$fx" "$fx")
+encodings=("$ENCODING" "$ENCODING" "$ENCODING" - - "$ENCODING" identity "$ENCODING" "$ENCODING" "$ENCODING")
 rows=${#labels[@]}
 # one scrape of row i: "seconds bytes"; the body to $work/LABEL.txt
 # (headers to $work/LABEL.headers when a second argument is given)
@@ -156,7 +172,8 @@ for r in $(seq 1 "$RUNS"); do
 		b=$(ticks "$pmcd") t=$(ticks "${servers[$i]}")
 		pmcdT[$i]=$((pmcdT[$i] + b - a)) serverT[$i]=$((serverT[$i] + t - s))
 		if ishttp $i; then
-			f=$(awk '/^pcp_exporter_source_fetch_duration_seconds/ {print $NF}' "$work/${labels[$i]}.txt")
+			f=-
+			((i < 7)) && f=$(awk '/^pcp_exporter_source_fetch_duration_seconds/ {print $NF}' "$work/${labels[$i]}.txt")
 			echo "$w $(grep -vc '^#' "$work/${labels[$i]}.txt") ${f:--}" >> "$work/${labels[$i]}.rows"
 		else
 			echo "$w $npmids ${w% *}" >> "$work/${labels[$i]}.rows"
@@ -198,6 +215,10 @@ echo "latency ratio pmproxy/ours: $(ratio "$wall_0" "$wall_1")x (TCP, same serie
 echo "ours/libpcp floor: $(ratio "$wall_1" "$wall_3" 2) (TCP), $(ratio "$wall_2" "$wall_4" 2) (unix socket); pmproxy/libpcp: $(ratio "$wall_0" "$wall_3")x (TCP)"
 # shellcheck disable=SC2154
 echo "ours over TCP otherwise, /libpcp floor: $(ratio "$wall_5" "$wall_3" 2) (curl, a new connection per scrape), $(ratio "$wall_6" "$wall_3" 2) (no compression: gzip costs $(awk -v a="$wall_1" -v b="$wall_6" 'BEGIN{printf "%.1f", (a-b)*1000}') ms)"
+# shellcheck disable=SC2154
+awk -v o="$wall_1" -v l="$wall_3" -v g="$wall_7" -v p="$wall_8" -v h="$wall_9" 'BEGIN{
+	printf "floor (bench/pmcd/fixed, ours_tcp'"'"'s body): libpcp_tcp + floor_gzip = %.1f ms, %.2fx libpcp_tcp\n", (l+g)*1000, (l+g)/l
+	printf "ours_tcp beyond libpcp_tcp: %.2f ms = HTTP %.2f (floor_hello) + decompression and transfer %.2f (floor_pre - floor_hello) + compression %.2f (floor_gzip - floor_pre) + ours %.2f (fetch decoding, rendering, self-metrics: the rest)\n", (o-l)*1000, h*1000, (p-h)*1000, (g-p)*1000, (o-l-g)*1000 }'
 flags() { grep -o 'flags=0x[0-9a-f]*' "$1" | sort | uniq -c | awk '{printf " %s x%d", $2, $1}'; }
 echo "metadata read again after pmcd flagged a change (off the scrape path): $(grep -c 'metadata read again' "$work/e1.log" || true) (TCP;$(flags "$work/e1.log")), $(grep -c 'metadata read again' "$work/e2.log" || true) (unix socket;$(flags "$work/e2.log"))"
 echo "pmcd CPU per scrape, ours/pmproxy: $(awk -v a="${pmcdT[1]}" -v b="${pmcdT[0]}" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "-" }') (TCP), $(awk -v a="${pmcdT[2]}" -v b="${pmcdT[0]}" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "-" }') (unix socket)"
