@@ -8,8 +8,10 @@
 #                    TESTPARALLEL: parallel tests per package and TESTP: packages
 #                    at once, 4 each by default for test and test-long (go test's
 #                    default is the number of CPUs) since the end-to-end runs wait
-#                    on their peers, not on the CPU; race keeps go test's default:
-#                    the detector makes the tests CPU-bound)
+#                    on their peers, not on the CPU; race runs one parallel test
+#                    per CPU, go test's default (which cmd/pcp-exporter's TestMain
+#                    raises to 4 when -parallel is not given): the detector makes
+#                    the tests CPU-bound)
 #   make build       every package and the static binary ./pcp-exporter
 #                    (CGO_ENABLED=0, version stamped)
 #   make lint        go vet + gofmt -l (fails on any unformatted file) + staticcheck
@@ -43,6 +45,7 @@ GOTESTFLAGS ?=
 TESTTIMEOUT ?= 45m
 TESTPARALLEL ?= 4
 TESTP ?= 4
+RACEPARALLEL ?= $(shell nproc 2>/dev/null || echo 2)
 VPKG      := github.com/prometheus/common/version
 LDFLAGS   := -s -w \
 	-X $(VPKG).Version=$(VERSION) \
@@ -62,7 +65,7 @@ test-long:
 	PCPX_LONG_TESTS=1 $(GO) test -timeout $(TESTTIMEOUT) -p $(TESTP) -parallel $(TESTPARALLEL) $(GOTESTFLAGS) ./...
 
 race:
-	$(GO) test -race -timeout $(TESTTIMEOUT) $(GOTESTFLAGS) ./...
+	$(GO) test -race -timeout $(TESTTIMEOUT) -parallel $(RACEPARALLEL) $(GOTESTFLAGS) ./...
 
 build:
 	CGO_ENABLED=0 $(GO) build ./...

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -31,13 +32,29 @@ import (
 )
 
 // TestMain lets tests run this binary as a subprocess: with
-// PCP_EXPORTER_TEST_MAIN=1 the test binary is pcp-exporter.
+// PCP_EXPORTER_TEST_MAIN=1 the test binary is pcp-exporter. The parallel
+// tests run parallelTests at a time unless -parallel says otherwise.
 func TestMain(m *testing.M) {
 	if os.Getenv("PCP_EXPORTER_TEST_MAIN") == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", fmt.Sprint(parallelTests))
+	}
 	os.Exit(m.Run())
 }
+
+// parallelTests is how many parallel tests run at once by default: they
+// wait on their peers (pmlogger's ticks, pmproxy's and pmcd's answers,
+// the exporters they start) far more than they use this process's CPU,
+// so more than GOMAXPROCS at a time (go test's default) shortens the
+// package (106 s to 68-72 s on 2 cores). Not many more: at 16 at once the
+// single-threaded system pmcd answered slowly enough to fail a follow
+// test's timing.
+const parallelTests = 4
 
 // startExporter runs `pcp-exporter args...` and waits until addr answers.
 func startExporter(t *testing.T, client *http.Client, base string, args ...string) *lockedBuffer {
