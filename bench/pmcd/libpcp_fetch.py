@@ -3,7 +3,9 @@
 Connects to the local pmcd over TCP (127.0.0.1) and over its unix socket
 (local:) through libpcp (python3-pcp), resolves the metrics a scrape of
 `pcp-exporter serve --pmcd.metrics=-mmv --naming=pmproxy` fetches (every
-numeric metric but the mmv subtree: pmproxy's naming skips strings), then,
+numeric metric but the mmv subtree: pmproxy's naming skips strings; with
+LIBPCP_STRINGS=1 the string metrics too, as the other namings export them,
+less the names listed in LIBPCP_SKIP, space-separated), then,
 for each line read on stdin, times one pmFetch and prints the seconds:
 
   tcp | unix              every one of those PMIDs in one pmFetch
@@ -30,12 +32,14 @@ def main():
     ctx = ctxs["tcp"]
     names = []
     ctx.pmTraversePMNS("", names.append)
-    names = sorted(n for n in names if n.split(".")[0] not in ("mmv", "event"))
+    skip = set(os.environ.get("LIBPCP_SKIP", "").split())
+    names = sorted(n for n in names if n.split(".")[0] not in ("mmv", "event") and n not in skip)
+    types = NUMERIC | ({c.PM_TYPE_STRING} if os.environ.get("LIBPCP_STRINGS") == "1" else set())
     pmids, seen = [], set()
     for i in range(0, len(names), 500):
         for d in ctx.pmLookupDescs(ctx.pmLookupName(names[i:i + 500])):
             d = d.contents
-            if d.type in NUMERIC and d.pmid not in seen:
+            if d.type in types and d.pmid not in seen:
                 seen.add(d.pmid)
                 pmids.append(d.pmid)
     ids, agents = ctx.pmGetInDom(ctx.pmLookupDesc(ctx.pmLookupName(["pmcd.agent.type"])[0]))
