@@ -180,7 +180,7 @@ for r in $(seq 1 "$RUNS"); do
 		pmcdT[$i]=$((pmcdT[$i] + b - a)) serverT[$i]=$((serverT[$i] + t - s))
 		if ishttp $i; then
 			f=-
-			((i < 7)) && f=$(awk '/^pcp_exporter_source_fetch_duration_seconds/ {print $NF}' "$work/${labels[$i]}.txt")
+			[[ ${labels[$i]} == floor_* ]] || f=$(awk '/^pcp_exporter_source_fetch_duration_seconds/ {print $NF}' "$work/${labels[$i]}.txt")
 			echo "$w $(grep -vc '^#' "$work/${labels[$i]}.txt") ${f:--}" >> "$work/${labels[$i]}.rows"
 		else
 			echo "$w $npmids ${w% *}" >> "$work/${labels[$i]}.rows"

@@ -51,9 +51,9 @@ func TestMain(m *testing.M) {
 // wait on their peers (pmlogger's ticks, pmproxy's and pmcd's answers,
 // the exporters they start) far more than they use this process's CPU,
 // so more than GOMAXPROCS at a time (go test's default) shortens the
-// package (106 s to 68-72 s on 2 cores). Not many more: at 16 at once the
-// single-threaded system pmcd answered slowly enough to fail a follow
-// test's timing.
+// package (alone on 2 cores: 68-85 s against 89 s). Not many more: at 16
+// at once the single-threaded system pmcd answered slowly enough to fail
+// a follow test's timing.
 const parallelTests = 4
 
 // startExporter runs `pcp-exporter args...` and waits until addr answers.
