@@ -329,6 +329,7 @@ func dumpBlocks(t *testing.T, dir string) []blockDump {
 // ranges and bytes), samples, meta.json, and every file byte for byte but
 // for the ULID.
 func TestBlocksAsBlockWriter(t *testing.T) {
+	t.Parallel()
 	samples, wantRejected := blockStreams()
 	newDir, refDir := t.TempDir(), t.TempDir()
 	sink := NewTSDBSink(newDir, nil)

@@ -191,6 +191,7 @@ var rawArchives = []string{"seedtables/seedtables", "marks/marks", "multivol/mul
 // a real Prometheus on them and finds every sample of the archive (libpcp's
 // records.csv) there, once, with values in base units.
 func TestRawIntoTSDBBlocks(t *testing.T) {
+	t.Parallel()
 	e2e.Require(t, "prometheus")
 	for _, rel := range rawArchives {
 		t.Run(rel, func(t *testing.T) {
@@ -223,6 +224,7 @@ func TestRawIntoTSDBBlocks(t *testing.T) {
 // series carries them, and the samples Prometheus holds are exactly those
 // written (libpcp's records).
 func TestLabelsIntoTSDBBlocks(t *testing.T) {
+	t.Parallel()
 	e2e.Require(t, "prometheus")
 	rel := "indoms/indoms"
 	a := openArchive(t, rel)
@@ -258,6 +260,7 @@ func TestLabelsIntoTSDBBlocks(t *testing.T) {
 // TestOpenMetricsThroughPromtool writes an OpenMetrics file, has promtool
 // turn it into blocks and checks them the same way.
 func TestOpenMetricsThroughPromtool(t *testing.T) {
+	t.Parallel()
 	promtool := e2e.Require(t, "promtool", "prometheus")[0]
 	for _, rel := range []string{"seedtables/seedtables", "indoms/indoms", "types/types_v3"} {
 		t.Run(rel, func(t *testing.T) {
@@ -348,6 +351,7 @@ const oooConfig = "global: {}\nstorage:\n  tsdb:\n    out_of_order_time_window: 
 // TestRemoteWriteIntoPrometheus backfills by remote write into a real
 // Prometheus (receiver enabled, out-of-order window for 2024 data).
 func TestRemoteWriteIntoPrometheus(t *testing.T) {
+	t.Parallel()
 	base := e2e.StartPrometheus(t, oooConfig, "", "--web.enable-remote-write-receiver")
 	for _, rel := range []string{"seedtables/seedtables", "indoms/indoms", "marks/marks"} {
 		a := openArchive(t, rel)
@@ -375,6 +379,7 @@ func withoutTargetInfo(m map[string]bool) map[string]bool {
 // twice, as the README advises for reruns (-dedup.minScrapeInterval=1ms):
 // the second run stores nothing more.
 func TestRemoteWriteIntoVictoriaMetrics(t *testing.T) {
+	t.Parallel()
 	base := startVictoriaMetrics(t, "-dedup.minScrapeInterval=1ms")
 	rel := "indoms/indoms"
 	a := openArchive(t, rel)
@@ -471,6 +476,7 @@ func exportedVM(t *testing.T, base string, names []string) map[string]bool {
 // every sample but the refused ones is there exactly once, and the counts
 // reported are those Prometheus holds.
 func TestRemoteWriteSurvivesReceiverFaults(t *testing.T) {
+	t.Parallel()
 	base := e2e.StartPrometheus(t, oooConfig, "", "--web.enable-remote-write-receiver")
 	target, _ := url.Parse(base)
 	proxy := httputil.NewSingleHostReverseProxy(target)

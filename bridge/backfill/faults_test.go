@@ -250,6 +250,7 @@ var sinkKinds = []struct {
 // counted with its reason, an acknowledged batch is never sent again, and
 // one resent after a lost answer is counted as possibly duplicated.
 func TestRemoteWriteFaults(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		fault func(n int, w http.ResponseWriter, store func()) bool
@@ -471,6 +472,7 @@ func TestRemoteWriteCancel(t *testing.T) {
 // sample: every batch is refused as out of bounds, counted with the
 // cause and what to do, and the receiver holds none of them.
 func TestRemoteWriteRealPrometheusRefuses(t *testing.T) {
+	t.Parallel()
 	base := e2e.StartPrometheus(t, "global: {}\n", "", "--web.enable-remote-write-receiver")
 	// a recent sample moves the head past 2024
 	now := &Series{Labels: labelPairs("__name__", "recent", "job", "x"), ID: 0}

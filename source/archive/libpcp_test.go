@@ -46,6 +46,7 @@ var libpcpGroups = []struct {
 // PCPX_LIBPCP_ARCHIVE names an existing archive to check instead (for
 // example W2, bench/decode/record-w2.sh).
 func TestReplayMatchesLibpcp(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("records an archive with pmlogger")
 	}

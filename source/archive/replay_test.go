@@ -503,6 +503,7 @@ func TestReplaySmallReadBuffer(t *testing.T) {
 // TestReplayWindowIsOnlyMemory restamps (time going back, equal times).
 // Without PCPX_LONG_TESTS: one interval and offset per archive, in turn.
 func TestReplaySupersededSets(t *testing.T) {
+	t.Parallel()
 	skipped, searchSkipped := 0, 0
 	check := func(a *pcplog.Archive, arch string, ivs, offs []float64) {
 		var roots []string

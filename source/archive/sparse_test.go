@@ -305,6 +305,7 @@ func TestReplaySparseUndecoded(t *testing.T) {
 // from sparse to dense and back. (The prefetching goroutine used to answer
 // with an end of the data found before the archive grew.)
 func TestReplaySparseGrowing(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join(corpus, "archives/live/live")
 	times, regular := liveRegular(t)
 	vol, err := os.ReadFile(src + ".0")

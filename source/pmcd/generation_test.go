@@ -189,6 +189,7 @@ func TestGenerationAfterPMCDRestart(t *testing.T) {
 // gives (per-process metrics left out: processes come and go between the
 // reads).
 func TestLabelsOnlyReadMatchesFull(t *testing.T) {
+	t.Parallel()
 	e2e.RequirePMCD(t)
 	s, err := Open("local:", Options{Selection: Selection{Exclude: []string{"mmv", "proc", "hotproc", "cgroup", "acct"}}})
 	if err != nil {

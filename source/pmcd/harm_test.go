@@ -124,6 +124,7 @@ func TestMalformedLabelServesTheRest(t *testing.T) {
 // metadata but fails every fetch is connected to again once per step of
 // the backoff, not at every scrape, and the source is reported down once.
 func TestFetchOnlyFailuresBackOff(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	backoff := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
 	s, err := Open(f.addr(), Options{Timeout: testTimeout, Backoff: backoff})
@@ -183,6 +184,7 @@ func TestFetchOnlyFailuresBackOff(t *testing.T) {
 // change and one WARN line when it goes on; the values are served
 // throughout.
 func TestChangeFlagsEveryFetchBackOff(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	var logs logBuf
 	backoff := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
@@ -404,6 +406,7 @@ func TestMemoryChild(t *testing.T) {
 // pmcd sees the client leave (EOF) rather than a reset: the path of every
 // client's departure, not that of a reset mid-fetch (profile.go).
 func TestTimedOutConnectionClosedWithoutReset(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	s := openFake(t, f)
 	seen := make(chan error, 1)

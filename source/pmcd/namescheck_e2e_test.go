@@ -20,6 +20,7 @@ import (
 // makes a source whose selection excludes mmv check the namespace only:
 // it sees the flag, reads no descriptor, keeps its epoch and its metrics.
 func TestMMVFileChangeKeepsMetadata(t *testing.T) {
+	t.Parallel()
 	bins := e2e.Require(t, "pminfo", "pmstore")
 	pminfo, pmstore := bins[0], bins[1]
 	e2e.LockPMCD(t, false)
@@ -109,6 +110,7 @@ func TestMMVFileChangeKeepsMetadata(t *testing.T) {
 // only theirs: the same metadata as a full read on a new source) and
 // drops them when the file goes.
 func TestMMVFileChangeReadsNewMetrics(t *testing.T) {
+	t.Parallel()
 	bins := e2e.Require(t, "pminfo", "pmstore")
 	pminfo, pmstore := bins[0], bins[1]
 	e2e.LockPMCD(t, false)

@@ -116,6 +116,7 @@ func scramAuth(user, pw, mech string) *SASL {
 // credentials; authenticated, the proc agent answers (unauthenticated
 // over TCP it refuses, for pminfo as for us).
 func TestSecurePMCD(t *testing.T) {
+	t.Parallel()
 	p := startSecurePMCDs(t)
 	pid := strconv.Itoa(p.a.PID())
 	var logs bytes.Buffer

@@ -22,6 +22,7 @@ import (
 // .meta and .index) with each supported format and checks that the records
 // and the metadata read are those of the plain archive.
 func TestCompressedFiles(t *testing.T) {
+	t.Parallel()
 	formats := map[string]archivetest.Compressor{
 		".gz":  func(w io.Writer) (io.WriteCloser, error) { return gzip.NewWriter(w), nil },
 		".z":   func(w io.Writer) (io.WriteCloser, error) { return gzip.NewWriter(w), nil },

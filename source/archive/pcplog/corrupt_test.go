@@ -39,6 +39,7 @@ var corruptAll = os.Getenv("PCPX_CORRUPT_ALL") != ""
 // Without PCPX_LONG_TESTS it visits every fifth offset, a different fifth
 // in each file.
 func TestCorruptEveryByte(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow")
 	}

@@ -17,6 +17,7 @@ import (
 // TestInstancesAtMatchesPmdumplog compares the instance domain in force at
 // each indom record time (deltas applied) with `pmdumplog -i`.
 func TestInstancesAtMatchesPmdumplog(t *testing.T) {
+	t.Parallel()
 	for _, mr := range manifestRows(t, "pmdumplog", func(a string) bool { return strings.HasPrefix(a, "-i ") }) {
 		t.Run(mr[0], func(t *testing.T) {
 			a, err := Open(filepath.Join(corpus, mr[0]))

@@ -113,6 +113,7 @@ func restrictedRun(t *testing.T, base string, want map[semantics.PMID]bool, max 
 // archives and on copies (v2 and v3) with any byte of the first records
 // corrupted (every fifth byte without PCPX_LONG_TESTS or under -race).
 func TestReaderOnlyLayout(t *testing.T) {
+	t.Parallel()
 	fast := 0
 	for _, rel := range []string{"live/live", "marks/marks", "types/types_v3", "mmvchurn/mmvchurn", "mmvchurn/mmvchurn_v3", "seedtables/seedtables"} {
 		src := filepath.Join(corpus, "archives", rel)
