@@ -83,6 +83,7 @@ func sameDumpValue(typ, want string, got json.RawMessage) bool {
 // TestDumpMatchesCorpus checks that dump prints every record of every corpus
 // archive as libpcp returns it (records.csv: pmFetchHighResArchive).
 func TestDumpMatchesCorpus(t *testing.T) {
+	t.Parallel()
 	for _, mr := range corpusRows(t, "pmfetch_interp", func(a string) bool { return strings.HasPrefix(a, "-U ") }) {
 		t.Run(mr[0], func(t *testing.T) {
 			var out bytes.Buffer

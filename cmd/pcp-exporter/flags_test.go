@@ -46,6 +46,7 @@ func runCLI(t *testing.T, env []string, args ...string) (int, string) {
 // TestFlagErrors: each bad value ends the command with exit status 2 and
 // one line naming the flag and the value, before any work.
 func TestFlagErrors(t *testing.T) {
+	t.Parallel()
 	arch := filepath.Join(corpus, "archives", "seedtables", "seedtables")
 	noMMV := []string{"PCP_TMP_DIR=" + t.TempDir()}
 	cases := []struct {
@@ -102,6 +103,7 @@ func TestFlagErrors(t *testing.T) {
 // TestHugeInputsClipped: a 10 MB derived expression is not repeated whole
 // in the log.
 func TestHugeInputsClipped(t *testing.T) {
+	t.Parallel()
 	arch := filepath.Join(corpus, "archives", "seedtables", "seedtables")
 	cfg := filepath.Join(t.TempDir(), "derived.conf")
 	expr := "seed.a + " + strings.Repeat("(", 10<<20)

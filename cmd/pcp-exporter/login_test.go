@@ -147,6 +147,7 @@ func TestFailedLoginFlood(t *testing.T) {
 // are forgotten when the web config file changes: a password refused
 // before it was configured is accepted after, the replaced one refused.
 func TestLoginVerdictsFollowWebConfig(t *testing.T) {
+	t.Parallel()
 	webCfg := filepath.Join(t.TempDir(), "web.yml")
 	setPassword := func(pass string) {
 		hash, err := bcrypt.GenerateFromPassword([]byte(pass), bcrypt.MinCost)

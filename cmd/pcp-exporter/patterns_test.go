@@ -21,6 +21,7 @@ import (
 // subtree), a glob those fnmatch matches over the whole name (Python's
 // fnmatchcase, which agrees with fnmatch(3) on globs without "\").
 func TestPatternsOneRule(t *testing.T) {
+	t.Parallel()
 	bins := e2e.Require(t, "pminfo", "python3")
 	arch := filepath.Join(corpus, "archives", "live", "live")
 	names := strings.Fields(runOut(t, bins[0], "-a", arch))

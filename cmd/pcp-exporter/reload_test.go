@@ -128,6 +128,7 @@ func TestReload(t *testing.T) {
 // recording, lean labels and full labels, and has promtool check metrics
 // lint the whole scrape (self-metrics and target_info included).
 func TestDemoScrapeLintsClean(t *testing.T) {
+	t.Parallel()
 	promtool := e2e.Require(t, "promtool")[0]
 	for _, extra := range [][]string{nil, {"--mapping.full-labels"}} {
 		addr := e2e.FreeAddr(t)

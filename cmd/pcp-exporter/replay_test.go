@@ -22,6 +22,7 @@ import (
 // *.interp.csv, nearest for PCP 7.2.1's *.interp.nearest.csv) and wants the
 // same (time, metric, instance name, value) rows.
 func TestReplayCLIMatchesCorpus(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join(corpus, "manifest.tsv"))
 	if err != nil {
 		t.Fatal(err)

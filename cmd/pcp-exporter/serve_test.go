@@ -242,6 +242,7 @@ func treeDigest(t *testing.T, root string) string {
 // TestServeNeverWrites serves an MMV directory and archives while they are
 // scraped and checks that neither changed (the exporter only reads).
 func TestServeNeverWrites(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mmvDir := filepath.Join(dir, "mmv")
 	os.Mkdir(mmvDir, 0o755)

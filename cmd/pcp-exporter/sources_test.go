@@ -119,6 +119,7 @@ func TestServeNoSource(t *testing.T) {
 
 // TestServeDemo: --demo serves the embedded recording, and says so.
 func TestServeDemo(t *testing.T) {
+	t.Parallel()
 	addr := e2e.FreeAddr(t)
 	out := startExporter(t, http.DefaultClient, "http://"+addr, "--demo", "--web.listen-address="+addr)
 	body := scrapeUntil(t, "http://"+addr, `kernel_all_load{`, `pcp_exporter_source_up{reason="",source=`)
@@ -132,6 +133,7 @@ func TestServeDemo(t *testing.T) {
 // missing under the name given, then followed once it appears; a
 // finished archive replayed to its end is reported ended, unless looped.
 func TestServeArchiveHealth(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "host")
 	addr := e2e.FreeAddr(t)
 	out := startExporter(t, http.DefaultClient, "http://"+addr, "serve", "--archive="+dir, "--web.listen-address="+addr)

@@ -28,10 +28,10 @@ func demoServe(t *testing.T, flags ...string) (base string, out *lockedBuffer, p
 	addr := e2e.FreeAddr(t)
 	base = "http://" + addr
 	// no MMV directory: only the demo recording
-	t.Setenv("PCP_TMP_DIR", t.TempDir())
-	out, proc = startExporterProc(t, &http.Client{Timeout: 5 * time.Second}, base,
+	out = &lockedBuffer{}
+	cmd := startExporterEnvTo(t, []string{"PCP_TMP_DIR=" + t.TempDir()}, out, &http.Client{Timeout: 5 * time.Second}, base,
 		append([]string{"serve", "--demo", "--web.listen-address=" + addr}, flags...)...)
-	return base, out, proc
+	return base, out, cmd.Process
 }
 
 // openFDs counts a process's open file descriptors.
@@ -49,6 +49,7 @@ func openFDs(t *testing.T, pid int) int {
 // and /-/healthy keeps answering (20,000 idle connections used to exhaust
 // the descriptors).
 func TestServeIdleConnections(t *testing.T) {
+	t.Parallel()
 	base, out, proc := demoServe(t, "--web.max-connections=16", "--web.read-timeout=1s", "--web.idle-timeout=1s")
 	addr := strings.TrimPrefix(base, "http://")
 	fds0 := openFDs(t, proc.Pid)
@@ -174,6 +175,7 @@ func bigMMVDir(t *testing.T) string {
 // scrape slot (--web.max-requests) until the write timeout ends them; then
 // scrapes succeed again.
 func TestServeNonReadingClients(t *testing.T) {
+	t.Parallel()
 	dir := bigMMVDir(t)
 	slots := 2
 	addr := e2e.FreeAddr(t)
